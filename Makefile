@@ -1,0 +1,41 @@
+# The single entry for common tasks. `make run` and `make test` work on a fresh
+# machine: they create .venv and install what they need first.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-fast bench bench-locomo bench-scale e2e-deps clean help
+
+help:
+	@echo "make run          start the worker in the foreground on the embedded defaults"
+	@echo "make test         run the whole test suite (installs everything it needs)"
+	@echo "make bench        run the benchmarks (spine, LoCoMo, scale) and print figures"
+	@echo "make clean        remove the virtual environment and caches"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/memory-anchor worker run
+
+e2e-deps:
+	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
+
+test: $(STAMP) e2e-deps
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m 'not slow and not e2e'
+
+bench: $(STAMP)
+	$(VENV)/bin/memory-anchor bench spine
+	$(VENV)/bin/memory-anchor bench locomo --data ../shared/bench/locomo-dev.json
+	$(VENV)/bin/memory-anchor bench scale --n 100000
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis tests/e2e/node_modules

@@ -1,0 +1,1 @@
+"""Benchmarks: each module has `run(args)` and prints its figures."""

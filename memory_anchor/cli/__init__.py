@@ -1,0 +1,1 @@
+"""The `memory-anchor` command line: one module per command group."""

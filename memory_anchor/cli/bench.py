@@ -1,0 +1,31 @@
+"""`memory-anchor bench spine|locomo|scale|branches`: benchmarks that print figures."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+BENCHES = {
+    "spine": "hook wall time, capture rate, search and context latency, worker RSS",
+}
+
+
+def register(sub) -> None:
+    bench = sub.add_parser("bench", help="run a benchmark and print its figures")
+    which = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    spine = which.add_parser("spine", help=BENCHES["spine"])
+    spine.add_argument("--memories", type=int, default=10_000, help="memories stored before searching")
+    spine.add_argument("--observations", type=int, default=10_000, help="observations stored before context")
+    spine.add_argument("--events", type=int, default=5_000, help="hook events posted for the capture rate")
+    spine.add_argument("--clients", type=int, default=8, help="concurrent clients posting events")
+    spine.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    spine.set_defaults(handler=_runner("spine"))
+
+
+def _runner(name: str):
+    def run(args: argparse.Namespace) -> int:
+        module = importlib.import_module(f"memory_anchor.bench.{name}")
+        return int(module.run(args) or 0)
+
+    return run

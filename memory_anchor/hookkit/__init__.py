@@ -1,0 +1,14 @@
+"""What the Claude Code hooks run: standard library only, cheap to import.
+
+The executables in `hooks/` are one line each around `runner.main(<event>)`.
+Every module here is imported by a `python3 -S` process with a budget of a few
+milliseconds, before any virtual environment exists, so none of them may import
+anything slow at module level (json, socket, subprocess, pathlib, typing,
+urllib, uuid): those are imported inside the functions of the slow paths.
+
+- `wire.py`      worker.json and a raw-socket HTTP/1.1 exchange with the worker
+- `spool.py`     append an undelivered event to spool.jsonl
+- `launcher.py`  start the worker (or the environment bootstrap) in the background
+- `bootstrap.py` build/upgrade the plugin's Python environment (a detached process)
+- `runner.py`    one hook invocation: read stdin, deliver or spool, print context
+"""

@@ -1,0 +1,140 @@
+"""Build the plugin's Python environment, then (re)start the worker.
+
+Run by a hook as a detached process on a machine that has only `python3`:
+
+    python3 -S -m memory_anchor.hookkit.bootstrap <plugin root> <data dir>
+
+1. take `<data dir>/bootstrap.lock` (flock; a second bootstrap exits at once),
+2. create a venv in `<data dir>/env/<plugin version>/` and `pip install` the
+   plugin into it from a clean copy of the plugin root (the root may be
+   read-only, and pip's in-tree build would litter it),
+3. mark it ready, stop a worker still running an older version, start the new
+   one (which ingests what the hooks spooled meanwhile), remove older
+   environments.
+
+pip uses the machine's own configuration (index, proxies, wheel cache). A
+failure is logged to `logs/bootstrap.log` and marked in `bootstrap.failed` so
+hooks retry later instead of at every tool use.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from memory_anchor import paths
+from memory_anchor.hookkit import launcher, wire
+
+# What a plugin copy needs to be pip-installed; the rest (tests, node_modules,
+# a developer's venv) can be hundreds of megabytes.
+_NOT_INSTALLED = ("tests", "node_modules", ".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", "bench")
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} bootstrap[{os.getpid()}]: {message}", flush=True)
+
+
+def _run(argv: list[str], timeout: float) -> None:
+    log("$ " + " ".join(argv))
+    result = subprocess.run(argv, stdout=sys.stdout, stderr=sys.stdout, stdin=subprocess.DEVNULL, timeout=timeout)
+    if result.returncode != 0:
+        raise RuntimeError(f"{argv[0]} {argv[1:3]} exited with status {result.returncode}")
+
+
+def build_environment(plugin_root: str, env_dir: str) -> None:
+    python = launcher.environment_python(env_dir)
+    if not os.path.exists(python):
+        shutil.rmtree(env_dir, ignore_errors=True)
+        _run([sys.executable, "-m", "venv", env_dir], timeout=300)
+    with tempfile.TemporaryDirectory(prefix="memory-anchor-build-") as build:
+        source = os.path.join(build, "memory-anchor")
+        shutil.copytree(plugin_root, source, ignore=shutil.ignore_patterns(*_NOT_INSTALLED), symlinks=True)
+        _run(
+            [python, "-m", "pip", "install", "--upgrade", "--no-input", "--disable-pip-version-check", source],
+            timeout=1800,
+        )
+
+
+def stop_worker(data_dir: str, python: str) -> None:
+    """Stop whichever worker runs now (an older version), with its own CLI when possible."""
+    info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
+    if info is None or info.pid is None:
+        return
+    try:
+        os.kill(info.pid, 0)
+    except OSError:
+        return
+    log(f"stopping the running worker (pid {info.pid}) to upgrade it")
+    try:
+        _run([python, "-m", "memory_anchor.cli.main", "worker", "stop"], timeout=60)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        log(f"`worker stop` failed ({exc}); sending SIGTERM")
+        import signal
+
+        try:
+            os.kill(info.pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            os.kill(info.pid, 0)
+        except OSError:
+            return
+        time.sleep(0.2)
+
+
+def remove_other_environments(data_dir: str, keep: str) -> None:
+    root = paths.data_file(paths.ENVIRONMENT, data_dir)
+    for name in os.listdir(root):
+        if name != keep:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python3 -m memory_anchor.hookkit.bootstrap <plugin root> <data dir>", file=sys.stderr)
+        return 2
+    plugin_root, data_dir = (os.path.abspath(a) for a in argv)
+    os.makedirs(data_dir, exist_ok=True)
+    import fcntl
+
+    lock_fd = os.open(paths.data_file(paths.BOOTSTRAP_LOCK, data_dir), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        log("another bootstrap is running; leaving it to finish")
+        return 0
+
+    version = launcher.plugin_version(plugin_root)
+    env_dir = launcher.environment_dir(data_dir, version)
+    python = launcher.environment_python(env_dir)
+    failed = paths.data_file(launcher.FAILED_MARKER, data_dir)
+    if not launcher.environment_ready(data_dir, version):
+        started = time.time()
+        log(f"building the environment for memory-anchor {version} in {env_dir}")
+        try:
+            build_environment(plugin_root, env_dir)
+        except Exception as exc:  # any failure must be recorded, not raised into nowhere
+            log(f"FAILED: {exc!r}; hooks keep spooling events and retry in {launcher.BOOTSTRAP_RETRY_SECONDS:.0f} s")
+            with open(failed, "w", encoding="utf-8") as handle:
+                handle.write(version + "\n" + repr(exc) + "\n")
+            return 1
+        with open(os.path.join(env_dir, launcher.READY_MARKER), "w", encoding="utf-8") as handle:
+            handle.write(version + "\n")
+        if os.path.exists(failed):
+            os.remove(failed)
+        log(f"environment ready in {time.time() - started:.1f} s")
+        stop_worker(data_dir, python)
+    launcher.start_worker(plugin_root, data_dir, throttle=False)
+    log("worker started")
+    remove_other_environments(data_dir, keep=version)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,231 @@
+"""One hook invocation, whatever the event: deliver the payload, then do the event's extra.
+
+Every event: read the payload from stdin, POST it unchanged to the worker
+(`/api/v1/events`, bearer token, event id, branch/agent headers); if the worker
+cannot take it, append it to the spool and start the worker (or the build of
+its environment) in the background.
+SessionStart also prints the memory context, UserPromptSubmit the memories
+relevant to the prompt, both as `hookSpecificOutput.additionalContext`.
+
+Whatever happens the process exits 0 quickly and prints nothing but that
+output: errors go to `<data dir>/logs/hooks.log`, never into the session.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from memory_anchor import paths
+from memory_anchor.hookkit import spool, wire
+
+# Seconds. A hook never waits longer than these for the worker (hooks.json's
+# timeouts are a last resort, far above them).
+EVENT_TIMEOUT = 2.0
+CONTEXT_TIMEOUT = 3.0
+RECALL_TIMEOUT = 1.5
+# How long SessionStart waits for a worker it has just started, when there is
+# no cached context to print instead.
+NEW_WORKER_WAIT = 5.0
+
+BRANCH_ENV = "MEMORY_ANCHOR_BRANCH"
+AGENT_ENV = "MEMORY_ANCHOR_AGENT_ID"
+EVENT_ID_HEADER = "X-Memory-Anchor-Event-Id"
+BRANCH_HEADER = "X-Memory-Anchor-Branch"
+AGENT_HEADER = "X-Memory-Anchor-Agent"
+
+
+def plugin_root() -> str:
+    """The plugin's root directory: three levels above this file."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def log(data_dir: str, event: str, message: str) -> None:
+    """Append one line to hooks.log; a hook that cannot even log stays silent."""
+    try:
+        logs = os.path.join(data_dir, paths.LOGS)
+        os.makedirs(logs, exist_ok=True)
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {event} pid={os.getpid()}: {message}\n"
+        fd = os.open(os.path.join(logs, paths.HOOKS_LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+class Hook:
+    """The state of one invocation."""
+
+    def __init__(self, event: str, raw: bytes, data_dir: str):
+        self.event = event
+        self.raw = raw
+        self.data_dir = data_dir
+        self.event_id = wire.new_event_id()
+        self.branch = os.environ.get(BRANCH_ENV, "").strip() or None
+        self.agent_id = os.environ.get(AGENT_ENV, "").strip() or None
+        self.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
+        self.worker_reachable = False
+        self._payload: dict | None = None
+
+    @property
+    def payload(self) -> dict:
+        """The parsed payload, for the events that need fields of it (json is imported lazily)."""
+        if self._payload is None:
+            import json
+
+            try:
+                parsed = json.loads(self.raw.decode("utf-8", "replace"))
+            except ValueError:
+                parsed = None
+            self._payload = parsed if isinstance(parsed, dict) else {}
+        return self._payload
+
+    def deliver(self) -> None:
+        """POST the event; on any failure keep it in the spool (and get a worker going)."""
+        status = None
+        if self.info is not None:
+            headers = {EVENT_ID_HEADER: self.event_id}
+            if self.branch:
+                headers[BRANCH_HEADER] = self.branch
+            if self.agent_id:
+                headers[AGENT_HEADER] = self.agent_id
+            try:
+                status = wire.exchange(
+                    self.info, "POST", "/api/v1/events", self.raw, headers, EVENT_TIMEOUT, want_body=False
+                ).status
+            except OSError as exc:
+                log(self.data_dir, self.event, f"worker unreachable: {exc!r}")
+        if status is not None:
+            self.worker_reachable = True
+            if 200 <= status < 300:
+                return
+            log(self.data_dir, self.event, f"worker answered {status}; spooling the event")
+        spool.append(
+            paths.data_file(paths.SPOOL, self.data_dir),
+            spool.spool_entry(self.event_id, self.raw, self.event, self.branch, self.agent_id),
+        )
+        if not self.worker_reachable:
+            from memory_anchor.hookkit import launcher
+
+            log(self.data_dir, self.event, launcher.ensure_worker(plugin_root(), self.data_dir))
+
+    def get_json(self, method: str, target: str, body: bytes, timeout: float) -> dict | None:
+        """A JSON object from the worker, or None (unreachable, error status, bad body)."""
+        if self.info is None:
+            return None
+        import json
+
+        try:
+            response = wire.exchange(self.info, method, target, body, timeout=timeout)
+        except OSError as exc:
+            log(self.data_dir, self.event, f"{method} {target.split('?')[0]} failed: {exc!r}")
+            return None
+        if response.status != 200:
+            log(self.data_dir, self.event, f"{method} {target.split('?')[0]} answered {response.status}")
+            return None
+        try:
+            data = json.loads(response.body.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def project(self) -> str:
+        from memory_anchor.projects import project_for_cwd
+
+        cwd = self.payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        return project_for_cwd(str(cwd))
+
+
+def emit_context(event: str, context: str) -> None:
+    import json
+
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+    sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def session_start(hook: Hook) -> None:
+    """Print the memory context: from the worker, else the last one it cached for this project."""
+    from memory_anchor.hookkit import launcher
+    from memory_anchor.projects import context_cache_path
+
+    root = plugin_root()
+    if hook.worker_reachable and launcher.upgrade_if_needed(root, hook.data_dir):
+        log(hook.data_dir, hook.event, "plugin updated: building its environment in the background")
+
+    project = hook.project()
+    target = (
+        f"/api/v1/context?project={wire.quote(project)}"
+        f"&source={wire.quote(str(hook.payload.get('source') or 'startup'))}"
+        f"&session_id={wire.quote(str(hook.payload.get('session_id') or ''))}"
+    )
+    cache = str(context_cache_path(hook.data_dir, project))
+    context = None
+    if hook.worker_reachable:
+        data = hook.get_json("GET", target, b"", CONTEXT_TIMEOUT)
+        context = data.get("context") if data else None
+    elif not os.path.exists(cache) and launcher.worker_python(root, hook.data_dir) is not None:
+        # We just asked for a worker and have nothing cached: give it a moment.
+        deadline = time.monotonic() + NEW_WORKER_WAIT
+        while context is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            hook.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, hook.data_dir))
+            data = hook.get_json("GET", target, b"", max(0.1, deadline - time.monotonic()))
+            context = data.get("context") if data else None
+    if not isinstance(context, str):
+        try:
+            with open(cache, encoding="utf-8") as handle:
+                context = handle.read()
+        except OSError:
+            context = None
+    if context and context.strip():
+        emit_context("SessionStart", context)
+
+
+def user_prompt_submit(hook: Hook) -> None:
+    """Add the few memories relevant to this prompt; silent when none match."""
+    if not hook.worker_reachable:
+        return
+    import json
+
+    prompt = hook.payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return
+    body = json.dumps(
+        {
+            "prompt": prompt,
+            "project": hook.project(),
+            "session_id": hook.payload.get("session_id"),
+            "cwd": hook.payload.get("cwd"),
+        }
+    ).encode("utf-8")
+    data = hook.get_json("POST", "/api/v1/recall", body, RECALL_TIMEOUT)
+    context = data.get("context") if data else None
+    if isinstance(context, str) and context.strip():
+        emit_context("UserPromptSubmit", context)
+
+
+EXTRAS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit}
+
+
+def main(event: str) -> None:
+    """Run the hook for `event`; returns normally whatever happens (the caller exits 0)."""
+    data_dir = ""
+    try:
+        data_dir = paths.data_dir_str()
+        raw = sys.stdin.buffer.read()
+        hook = Hook(event, raw, data_dir)
+        hook.deliver()
+        extra = EXTRAS.get(event)
+        if extra is not None:
+            extra(hook)
+    except BaseException:  # noqa: BLE001 - a hook must never surface an error in the session
+        try:
+            import traceback
+
+            log(data_dir or paths.data_dir_str(), event, "error:\n" + traceback.format_exc())
+        except BaseException:  # noqa: BLE001
+            pass

@@ -1,0 +1,96 @@
+"""The mem0-compatible memory API: add, search, get, update, delete, history."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Message(BaseModel):
+    role: str = "user"
+    content: str
+
+
+class AddMemoryRequest(BaseModel):
+    """`POST /api/v1/memories`: `messages` or `content`, scoped by mem0 ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message] | None = None
+    content: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    project: str | None = None
+    branch: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    infer: bool = True
+    timestamp: str | float | int | None = Field(
+        None, description="When it happened: ISO 8601 or epoch seconds (default: now)"
+    )
+
+    @model_validator(mode="after")
+    def _needs_text(self) -> "AddMemoryRequest":
+        if not self.messages and not (self.content and self.content.strip()):
+            raise ValueError("give `messages` (a non-empty list) or `content` (a non-empty string)")
+        return self
+
+    def texts(self) -> list[tuple[str, str]]:
+        """(role, text) pairs to store, skipping empty ones."""
+        if self.messages:
+            return [(m.role, m.content) for m in self.messages if m.content.strip()]
+        return [("user", self.content or "")]
+
+
+class MemoryEvent(BaseModel):
+    id: str
+    memory: str
+    event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    previous_memory: str | None = None
+
+
+class AddMemoryResponse(BaseModel):
+    results: list[MemoryEvent]
+
+
+class SearchFilters(BaseModel):
+    model_config = ConfigDict(extra="allow")  # other keys filter on metadata
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    kind: str | list[str] | None = None
+    layer: str | list[str] | None = None
+    type: str | list[str] | None = None
+
+
+class SearchRequest(BaseModel):
+    """`POST /api/v1/memories/search`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    top_k: int = Field(10, ge=1, le=200)
+    threshold: float | None = None
+    mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
+    branch: str | None = None
+    as_of: str | int | None = None
+    after: str | float | None = Field(None, description="Only memories that happened after this")
+    before: str | float | None = Field(None, description="Only memories that happened before this")
+    # mem0 clients send these top-level too
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+class UpdateMemoryRequest(BaseModel):
+    """`PUT /api/v1/memories/{id}`: writes a new version."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+    metadata: dict[str, Any] | None = None

@@ -1,0 +1,127 @@
+"""Observations and session summaries: what distillation produces from raw events.
+
+An observation is one tool use, compressed (seed 002 §4): a `type`, a one-line
+`title`, a `summary` of at most 200 characters, and optional detail. The worker
+stores it as a record of kind `observation` in the layer `TYPE_TO_LAYER` gives;
+the MCP server and the client read the same model back.
+
+Names follow DESIGN.md; the seed's names are accepted as input aliases
+(`details` → `narrative`, `tags` → `concepts`, `files` → `files_modified`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+SUMMARY_MAX_CHARS = 200
+TITLE_MAX_CHARS = 120
+
+ObservationType = Literal[
+    "decision",  # a choice was made (and why)
+    "bugfix",  # something broken was fixed
+    "refactor",  # code restructured without changing behaviour
+    "feature",  # (added) new capability or file created
+    "change",  # (added) any other modification: config, deps, docs, generated files
+    "discovery",  # something was learned by reading, searching, running, failing
+    "note",  # bookkeeping: todo lists, plans, remarks
+    "event",  # something happened: a command ran, a commit, a deploy
+]
+OBSERVATION_TYPES: tuple[str, ...] = ObservationType.__args__  # type: ignore[attr-defined]
+
+# Seed 002 §4.2. Types that change the code base describe lasting facts about
+# it; the rest is a dated record of what happened.
+TYPE_TO_LAYER: dict[str, str] = {
+    "decision": "verified_fact",
+    "bugfix": "verified_fact",
+    "refactor": "verified_fact",
+    "feature": "verified_fact",
+    "change": "event_log",
+    "discovery": "event_log",
+    "note": "event_log",
+    "event": "event_log",
+}
+
+Outcome = Literal["ok", "error", "interrupted"]
+DistilledBy = Literal["claude", "local"]
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` chars (with …)."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: max(limit - 1, 0)]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
+class ObservationDraft(BaseModel):
+    """One compressed tool use, before it is stored (no id, no timestamps yet)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    type: ObservationType = "event"
+    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS)
+    summary: str = Field(min_length=1, max_length=SUMMARY_MAX_CHARS)
+    narrative: str = Field("", validation_alias=AliasChoices("narrative", "details"))
+    facts: list[str] = Field(default_factory=list, description="Short standalone statements")
+    files_read: list[str] = Field(default_factory=list)
+    files_modified: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("files_modified", "files")
+    )
+    concepts: list[str] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("concepts", "tags"),
+        description="Topics for retrieval (the seed's `tags`)",
+    )
+    tool_name: str | None = None
+    tool_use_id: str | None = None
+    command: str | None = Field(None, description="Shell command, for Bash tool uses")
+    outcome: Outcome | None = None
+    exit_code: int | None = None
+    distilled_by: DistilledBy = "local"
+
+    @field_validator("title", "summary", mode="before")
+    @classmethod
+    def _one_line(cls, value: object) -> object:
+        return " ".join(value.split()) if isinstance(value, str) else value
+
+    @property
+    def layer(self) -> str:
+        return TYPE_TO_LAYER[self.type]
+
+    def text(self) -> str:
+        """What is indexed and embedded: title, summary, narrative and facts."""
+        parts = [self.title, self.summary, self.narrative, *self.facts]
+        return "\n".join(p for p in parts if p)
+
+
+class SessionSummaryDraft(BaseModel):
+    """What a session was about, written at Stop/SessionEnd."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    request: str = Field("", description="What the user asked for")
+    investigated: str = Field("", description="What was looked at")
+    learned: str = Field("", description="What was found out")
+    completed: str = Field("", description="What got done")
+    next_steps: str = Field("", description="What is left to do")
+    files: list[str] = Field(default_factory=list, description="Files read or modified")
+    text: str = Field("", description="The summary as one readable text (indexed)")
+    distilled_by: DistilledBy = "local"
+
+    def render(self) -> str:
+        """The labelled text form, used for `text` when it is empty."""
+        rows = [
+            ("Request", self.request),
+            ("Investigated", self.investigated),
+            ("Learned", self.learned),
+            ("Completed", self.completed),
+            ("Next steps", self.next_steps),
+            ("Files", ", ".join(self.files)),
+        ]
+        return "\n".join(f"{label}: {value}" for label, value in rows if value)

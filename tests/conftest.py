@@ -1,0 +1,160 @@
+"""Shared fixtures: a real worker process on a real port, with its own data dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest_plugins = ["tests.fakes.fixtures"] if (ROOT / "tests" / "fakes" / "fixtures.py").exists() else []
+
+
+def worker_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """A clean environment for a worker: no real API key, this data dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMORY_ANCHOR_", "CLAUDE_"))}
+    env["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+@dataclass
+class RunningWorker:
+    """A worker subprocess and what a test needs to talk to it."""
+
+    process: subprocess.Popen
+    data_dir: Path
+    port: int
+    token: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, token: str | None = "", raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:  # fmt: skip
+        """(status, parsed JSON) for one request; token "" means the worker's own, None means none."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token or self.token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                payload = response.read()
+                return response.status, json.loads(payload) if payload else None
+        except urllib.error.HTTPError as exc:
+            payload = exc.read()
+            return exc.code, json.loads(payload) if payload else None
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        status, body = self.request("GET", path, **kwargs)
+        assert status == 200, (status, body)
+        return body
+
+    def post(self, path: str, body: Any, expect: int = 200, **kwargs: Any) -> Any:
+        status, answer = self.request("POST", path, body, **kwargs)
+        assert status == expect, (status, answer)
+        return answer
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Until the inbox has nothing pending and every record is embedded."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.get("/api/v1/status")
+            if not status["inbox"].get("pending") and not status["pending_vectors"]:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"worker not idle after {timeout}s: {status}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def start_worker(data_dir: Path, *, env: dict[str, str] | None = None, timeout: float = 60.0) -> RunningWorker:
+    """Start `python -m worker run` on a free port and wait until it answers."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    info_path = data_dir / "worker.json"
+    previous = info_path.read_text() if info_path.exists() else None
+    env = env or worker_env(data_dir)
+    log = open(data_dir / "worker-test.log", "ab")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "worker", "run", "--data-dir", str(data_dir), "--port", "0"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"worker exited with {process.returncode}: {(data_dir / 'worker-test.log').read_text()[-3000:]}")
+        if info_path.exists() and info_path.read_text() != previous:
+            try:
+                info = json.loads(info_path.read_text())
+            except ValueError:
+                time.sleep(0.05)
+                continue
+            if info.get("pid") == process.pid:
+                worker = RunningWorker(process, data_dir, info["port"], info["token"], env)
+                try:
+                    worker.get("/api/health", token=None)
+                    return worker
+                except (OSError, AssertionError):
+                    pass
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("worker did not start in time")
+
+
+@pytest.fixture
+def worker(tmp_path: Path):
+    """A fresh worker with an empty data dir, stopped after the test."""
+    running = start_worker(tmp_path / "data")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_worker(tmp_path_factory):
+    """One worker for a whole test module (faster; tests must scope their data)."""
+    running = start_worker(tmp_path_factory.mktemp("shared") / "data")
+    yield running
+    running.stop()
+
+
+def tool_use_event(session_id: str, n: int, *, cwd: str = "/tmp/project-x", output: str | None = None) -> dict:
+    """A PostToolUse payload shaped like Claude Code's (see shared/docs/claude-code-e2e.md)."""
+    return {
+        "session_id": session_id,
+        "transcript_path": f"/tmp/.claude/projects/x/{session_id}.jsonl",
+        "cwd": cwd,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"echo step-{n}", "description": f"step {n}"},
+        "tool_response": {"stdout": output if output is not None else f"step-{n}", "stderr": "", "interrupted": False},
+        "tool_use_id": f"toolu_{session_id}_{n}",
+        "duration_ms": 12,
+    }

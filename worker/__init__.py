@@ -1,0 +1,1 @@
+"""The Memory Anchor worker: the one process that owns the stores."""

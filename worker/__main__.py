@@ -1,0 +1,23 @@
+"""`python -m worker run [--data-dir D] [--port P]`: the worker in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m worker", description="Run the Memory Anchor worker.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run in the foreground until SIGTERM")
+    run.add_argument("--data-dir", type=Path, default=None)
+    run.add_argument("--port", type=int, default=None)
+    args = parser.parse_args(argv)
+    from worker.app import run_worker
+
+    return run_worker(args.data_dir, port=args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

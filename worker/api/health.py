@@ -1,0 +1,62 @@
+"""Health, status and the OpenAPI document."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from aiohttp import web
+
+from memory_anchor import __version__
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/api/health")
+async def health(request: web.Request) -> web.Response:
+    """Liveness, without a token: hooks and `worker status` use it."""
+    services = request.app["services"]
+    return web.json_response(
+        {"status": "ok", "version": __version__, "pid": os.getpid(), "uptime": round(time.time() - services.started_at, 1)}
+    )
+
+
+@routes.get("/api/v1/status")
+async def status(request: web.Request) -> web.Response:
+    """What the worker holds and how far its pipeline has got."""
+    services = request.app["services"]
+    conn = services.db.reader()
+    kinds = {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
+    pending_vectors = conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
+    return web.json_response(
+        {
+            "version": __version__,
+            "data_dir": str(services.data_dir),
+            "records": kinds,
+            "inbox": services.inbox.counts(),
+            "pending_vectors": pending_vectors,
+            "llm": {"available": services.llm_available()},
+            "rss_mb": round(_rss_bytes() / 2**20, 1),
+        }
+    )
+
+
+@routes.get("/api/v1/openapi.json")
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI 3.1 description of every route this worker serves."""
+    from worker.openapi import build_openapi
+
+    return web.json_response(build_openapi(request.app))
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -1,0 +1,81 @@
+"""Authentication and the JSON error shape, for every route."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from worker.store.records import RecordError
+
+log = logging.getLogger(__name__)
+
+PUBLIC_PATHS = {"/api/health"}
+TOKEN_COOKIE = "memory_anchor_token"
+
+
+def error_response(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler):
+    if request.path in PUBLIC_PATHS or request.path.startswith("/static/"):
+        return await handler(request)
+    expected = request.app["services"].token
+    header = request.headers.get("Authorization", "")
+    supplied = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    supplied = supplied or request.cookies.get(TOKEN_COOKIE, "")
+    if not supplied:
+        return error_response(401, "missing_token", "send `Authorization: Bearer <token>` (see worker.json)")
+    if not hmac.compare_digest(supplied.encode(), expected.encode()):
+        return error_response(401, "invalid_token", "the bearer token does not match this worker's")
+    return await handler(request)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler):
+    """Turn every failure into `{"error": {...}}`; never a stack trace on the wire."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+            exc.status, "http_error"
+        )
+        return error_response(exc.status, code, exc.reason or exc.text or "request failed")
+    except RecordError as exc:
+        return error_response(exc.status, exc.code, str(exc))
+    except ValidationError as exc:
+        return error_response(422, "invalid_request", _describe_validation(exc))
+    except json.JSONDecodeError as exc:
+        return error_response(400, "invalid_json", f"request body is not valid JSON: {exc.msg}")
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error_response(500, "internal_error", "the worker hit an internal error; see its log")
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "body"
+        parts.append(f"{where}: {err.get('msg')}")
+    return "; ".join(parts)
+
+
+async def read_json_object(request: web.Request) -> dict:
+    """The request body as a JSON object, or a clear 400."""
+    raw = await request.read()
+    if not raw.strip():
+        raise RecordError("request body is empty; send a JSON object", code="invalid_json")
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RecordError(f"request body is not valid JSON: {exc}", code="invalid_json")
+    if not isinstance(body, dict):
+        raise RecordError("request body must be a JSON object", code="invalid_json")
+    return body

@@ -1,0 +1,109 @@
+"""Observations, prompts, sessions and the timeline: what was captured, newest first."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from worker.api.middleware import read_json_object
+from worker.api.params import as_of_param, branch_param, int_param
+from worker.present import record_to_wire
+from worker.store.iso import iso_fields
+from worker.store.records import RecordError
+from worker.timeline import TIMELINE_KINDS, Timeline
+
+routes = web.RouteTableDef()
+
+
+def _page(request: web.Request, kinds: list[str]) -> dict:
+    return dict(
+        project=request.query.get("project") or None,
+        session_id=request.query.get("session_id") or None,
+        agent_id=request.query.get("agent_id") or None,
+        branch=branch_param(request),
+        as_of=as_of_param(request),
+        limit=int_param(request, "limit", 50, low=1, high=1000),
+        offset=int_param(request, "offset", 0, high=10**9),
+        kinds=kinds,
+    )
+
+
+async def _list(request: web.Request, kinds: list[str]) -> web.Response:
+    services = request.app["services"]
+    args = _page(request, kinds)
+    page, total = await services.run(Timeline(services.db).records, args.pop("kinds"), **args)
+    return web.json_response({"results": [record_to_wire(r) for r in page], "total": total})
+
+
+@routes.get("/api/v1/observations")
+async def list_observations(request: web.Request) -> web.Response:
+    """Observations (compressed tool uses), filterable by session and project."""
+    return await _list(request, ["observation"])
+
+
+@routes.post("/api/v1/observations/batch")
+async def get_observations(request: web.Request) -> web.Response:
+    """Full details for the ids asked for (progressive disclosure's last step)."""
+    body = await read_json_object(request)
+    ids = body.get("ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids) or len(ids) > 100:
+        raise RecordError("ids must be a list of 1 to 100 record ids")
+    services = request.app["services"]
+    found = await services.run(
+        Timeline(services.db).by_ids, ids, branch=body.get("branch") or branch_param(request), as_of=body.get("as_of")
+    )
+    return web.json_response({"results": [record_to_wire(r) for r in found]})
+
+
+@routes.get("/api/v1/prompts")
+async def list_prompts(request: web.Request) -> web.Response:
+    """The user's prompts, as captured by UserPromptSubmit."""
+    return await _list(request, ["prompt"])
+
+
+@routes.get("/api/v1/summaries")
+async def list_summaries(request: web.Request) -> web.Response:
+    """Session summaries written at Stop and SessionEnd."""
+    return await _list(request, ["summary"])
+
+
+@routes.get("/api/v1/timeline")
+async def timeline(request: web.Request) -> web.Response:
+    """Every kind of record interleaved, newest first; or around `anchor` with depth_before/after."""
+    services = request.app["services"]
+    anchor = request.query.get("anchor")
+    if anchor:
+        result = await services.run(
+            Timeline(services.db).around,
+            anchor,
+            depth_before=int_param(request, "depth_before", 5, high=100),
+            depth_after=int_param(request, "depth_after", 5, high=100),
+            branch=branch_param(request),
+            as_of=as_of_param(request),
+        )
+        return web.json_response(
+            {
+                "anchor": record_to_wire(result["anchor"]),
+                "before": [record_to_wire(r) for r in result["before"]],
+                "after": [record_to_wire(r) for r in result["after"]],
+            }
+        )
+    return await _list(request, TIMELINE_KINDS)
+
+
+@routes.get("/api/v1/sessions")
+async def list_sessions(request: web.Request) -> web.Response:
+    services = request.app["services"]
+    rows, total = await services.run(
+        Timeline(services.db).sessions,
+        project=request.query.get("project") or None,
+        limit=int_param(request, "limit", 50, low=1, high=1000),
+        offset=int_param(request, "offset", 0, high=10**9),
+    )
+    return web.json_response({"results": [iso_fields(r) for r in rows], "total": total})
+
+
+@routes.get("/api/v1/sessions/{session_id}")
+async def get_session(request: web.Request) -> web.Response:
+    services = request.app["services"]
+    row = await services.run(Timeline(services.db).session, request.match_info["session_id"])
+    return web.json_response(iso_fields(row))

@@ -1,0 +1,119 @@
+"""The worker's one aiohttp Application: every route is listed here.
+
+`run_worker()` is what `memory-anchor worker run` (and `python -m worker run`)
+executes: take the data dir's lock, open the stores, listen on loopback, write
+worker.json, drain the inbox until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import signal
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+from memory_anchor import __version__, paths
+from memory_anchor.settings import load_settings
+from worker import lifecycle
+from worker.api import context, events, health, memories, timeline
+from worker.api.middleware import auth_middleware, error_middleware
+from worker.logs import setup_logging
+from worker.services import Services
+
+log = logging.getLogger(__name__)
+
+# A hook payload can carry a multi-megabyte tool output; it is truncated, not refused.
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+
+ROUTE_TABLES = [
+    health.routes,
+    events.routes,
+    memories.routes,
+    timeline.routes,
+    context.routes,
+]
+
+
+def create_app(services: Services, *, start_pipeline: bool = True) -> web.Application:
+    app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES)
+    app["services"] = services
+    for table in ROUTE_TABLES:
+        app.add_routes(table)
+    if start_pipeline:
+        app.cleanup_ctx.append(_pipeline_ctx)
+    return app
+
+
+async def _pipeline_ctx(app: web.Application):
+    from worker.pipeline import Pipeline
+
+    services: Services = app["services"]
+    pipeline = Pipeline(services)
+    services.pipeline = pipeline
+    app["pipeline"] = pipeline
+    task = asyncio.create_task(pipeline.run(), name="pipeline")
+    warm = asyncio.create_task(_warm_up(services), name="warm-up")
+    yield
+    pipeline.stop()
+    warm.cancel()
+    try:
+        await asyncio.wait_for(task, timeout=10)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        task.cancel()
+
+
+async def _warm_up(services: Services) -> None:
+    """Load the embedding model and vectors before the first search needs them."""
+    try:
+        await services.run(services.warm_up)
+    except Exception:
+        log.exception("warm-up failed; the first search will load what it needs")
+
+
+def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
+    data_dir = Path(data_dir or paths.data_dir())
+    try:
+        lock = lifecycle.acquire_lock(data_dir)
+    except lifecycle.AlreadyRunning as exc:
+        print(f"memory-anchor: {exc}", flush=True)
+        return 3
+    settings = load_settings(data_dir)
+    setup_logging(paths.log_path(data_dir), settings.log_level)
+    token = secrets.token_urlsafe(32)
+    services = Services(data_dir, settings, token)
+    recovered = services.inbox.recover_claimed_spools(paths.spool_path(data_dir))
+    spooled = services.inbox.ingest_spool(paths.spool_path(data_dir))
+    log.info("starting worker %s in %s (spool: %d events, %d recovered)", __version__, data_dir, spooled, recovered)
+    try:
+        asyncio.run(_serve(services, settings.host, port if port is not None else settings.port))
+    finally:
+        lifecycle.remove_info(data_dir)
+        services.close()
+        lock.close()
+    log.info("worker stopped")
+    return 0
+
+
+async def _serve(services: Services, host: str, port: int) -> None:
+    app = create_app(services)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    sock = lifecycle.bind_socket(host, port)
+    site = web.SockSite(runner, sock)
+    await site.start()
+    bound = sock.getsockname()[1]
+    lifecycle.write_info(services.data_dir, lifecycle.new_info(bound, services.token, host))
+    print(f"Memory Anchor worker listening on http://{host}:{bound} (data in {services.data_dir})", flush=True)
+    log.info("listening on %s:%d", host, bound)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    started = time.monotonic()
+    await stopping.wait()
+    log.info("shutting down after %.0fs", time.monotonic() - started)
+    await runner.cleanup()

@@ -1,0 +1,10 @@
+"""Git for memory (issue 5): branches, diffs, merges, snapshots, session branches.
+
+- `branches.py`  the branch registry (create/list/archive/delete)
+- `snapshots.py` named (branch, seq) points for time travel
+- `sessions.py`  which branch a session writes to
+- `diff.py`      what two branches changed since they last shared a version
+- `merge.py`     applying a diff with a strategy, atomically, with history
+- `judge.py`     deciding conflicts with Claude when a key is set
+- `context.py`   the SessionStart section naming the active branches
+"""

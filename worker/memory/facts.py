@@ -1,0 +1,220 @@
+"""L3 verified_fact: long-lived, de-contextualised facts with a confidence.
+
+Tiers on write (seed 002 §2 L3):
+- confidence >= 0.9: stored `active`;
+- 0.7 <= confidence < 0.9: stored `pending` and queued for a human's approval
+  (approving makes it active with confidence raised to at least 0.9);
+- confidence < 0.7: not stored; logged in `fact_rejections`.
+
+Decay: the effective confidence is `c × 0.95^days` since the fact was last
+verified (`data.verified_at`: when it was written, approved, re-observed or
+verified by hand). Below 0.6 a fact is shown with `needs_verification`. Decay is
+computed when read, so it costs no writes and time travel shows it correctly.
+
+`fact_key` holds the normalised subject of a fact (see `common.fact_key`): two
+facts with the same key talk about the same thing, which is what the branch
+merge and the extraction's conflict rules compare. Facts are shared by all agents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_anchor.schemas.memory_model import (
+    FACT_ACCEPT,
+    FACT_DECAY_PER_DAY,
+    FACT_PENDING,
+    FACT_REVERIFY,
+    VERIFIED_FACT,
+    FactIn,
+)
+from worker.memory.approvals import ApprovalQueue
+from worker.memory.common import (
+    DAY,
+    DEFAULT_AGENT,
+    agent_actor,
+    fact_key,
+    human_actor,
+    now,
+    text_similarity,
+    to_epoch,
+)
+from worker.memory.finder import Finder
+from worker.store.db import Database
+from worker.store.records import MAIN, NotFound, RecordError, Records, View, resolve_view
+
+LIVE = ("active", "pending", "disputed")
+
+
+def tier(confidence: float) -> str:
+    if confidence >= FACT_ACCEPT:
+        return "active"
+    if confidence >= FACT_PENDING:
+        return "pending"
+    return "rejected"
+
+
+def effective_confidence(record: dict[str, Any], at: float | None = None) -> float:
+    base = float(record.get("confidence") if record.get("confidence") is not None else 1.0)
+    verified = (record.get("data") or {}).get("verified_at") or record.get("created_at") or now()
+    days = max(0.0, ((at or now()) - float(verified)) / DAY)
+    return base * (FACT_DECAY_PER_DAY**days)
+
+
+def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
+    """Add `effective_confidence` and `needs_verification` (computed, never stored)."""
+    if record.get("kind") != "fact":
+        return record
+    eff = effective_confidence(record, at)
+    return {**record, "effective_confidence": round(eff, 4), "needs_verification": eff < FACT_REVERIFY}
+
+
+class FactStore:
+    def __init__(self, db: Database, finder: Finder, approvals: ApprovalQueue, redact=None):
+        self.db = db
+        self.finder = finder
+        self.approvals = approvals
+        self._redact = redact or (lambda text: text)
+
+    # --- writes ------------------------------------------------------------------------
+
+    def add(self, fact: FactIn, *, actor: str | None = None, conn=None, reason: str = "ADD") -> dict[str, Any]:
+        """Store a fact by its confidence tier. Returns {"status", "record"?, "approval"?}."""
+        if conn is None:
+            with self.db.transaction() as c:
+                return self.add(fact, actor=actor, conn=c, reason=reason)
+        agent_id = fact.agent_id or DEFAULT_AGENT
+        actor = actor or agent_actor(agent_id)
+        text = self._redact(fact.text.strip())
+        status = tier(fact.confidence)
+        if status == "rejected":
+            self.log_rejection(conn, text, fact.confidence, project=fact.project, agent_id=agent_id,
+                               source=fact.source, reason=f"confidence {fact.confidence:.2f} < {FACT_PENDING}")  # fmt: skip
+            return {"status": "rejected", "record": None, "reason": f"confidence below {FACT_PENDING}: logged, not stored"}
+        branch = fact.branch or MAIN
+        resolve_view(conn, branch)
+        happened = to_epoch(fact.when, "when") if fact.when is not None else None
+        record = Records.put(
+            conn, "fact", text, branch=branch, actor=actor, reason=reason, layer=VERIFIED_FACT, status=status,
+            project=fact.project, agent_id=agent_id, session_id=fact.session_id, type=fact.category or "fact",
+            confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
+            happened_at=happened,
+            data={"verified_at": now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags},
+        )  # fmt: skip
+        out: dict[str, Any] = {"status": status, "record": decorate(record)}
+        if status == "pending":
+            out["approval"] = self.approvals.create(
+                conn, "fact", "add", {"text": text, "confidence": fact.confidence}, project=fact.project,
+                branch=branch, agent_id=agent_id, session_id=fact.session_id, record_id=record["id"],
+                reason=f"confidence {fact.confidence:.2f} is between {FACT_PENDING} and {FACT_ACCEPT}",
+            )  # fmt: skip
+        return out
+
+    def supersede(self, conn, fact_id: str, text: str, *, confidence: float | None, actor: str, reason: str,
+                  branch: str = MAIN, source_id: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """UPDATE: a new version of the fact replaces the old one (history keeps both)."""
+        current = self._current(conn, fact_id, branch)
+        changes: dict[str, Any] = {
+            "text": self._redact(text.strip()),
+            "status": "active",
+            "data": {**current["data"], "verified_at": now(), "previous_text": current["text"]},
+        }
+        if confidence is not None:
+            changes["confidence"] = confidence
+        if source_id:
+            changes["source_id"] = source_id
+        return Records.update(conn, fact_id, branch=branch, actor=actor, reason=reason, **changes)
+
+    def invalidate(self, conn, fact_id: str, *, actor: str, reason: str, branch: str = MAIN) -> dict[str, Any]:
+        """DELETE: the fact stops being true; it stays in history with status `invalidated`."""
+        current = self._current(conn, fact_id, branch)
+        data = {**current["data"], "invalidated_at": now()}
+        return Records.update(conn, fact_id, branch=branch, actor=actor, reason=reason, status="invalidated", data=data)
+
+    def verify(self, fact_id: str, *, actor: str, branch: str = MAIN, confidence: float | None = None) -> dict[str, Any]:
+        """Re-verify: the decay clock restarts (optionally with a new confidence)."""
+        with self.db.transaction() as conn:
+            current = self._current(conn, fact_id, branch)
+            if current["status"] != "active":
+                raise RecordError(f"only an active fact can be verified (this one is {current['status']})", code="conflict", status=409)
+            changes: dict[str, Any] = {"data": {**current["data"], "verified_at": now()}}
+            if confidence is not None:
+                changes["confidence"] = confidence
+            return decorate(Records.update(conn, fact_id, branch=branch, actor=actor, reason="VERIFY", **changes))
+
+    def log_rejection(self, conn, text: str, confidence: float, *, project: str, agent_id: str | None, source: str | None, reason: str) -> None:
+        conn.execute(
+            "INSERT INTO fact_rejections(project, agent_id, text, confidence, source, reason, created_at) VALUES (?,?,?,?,?,?,?)",
+            (project, agent_id, text, confidence, source, reason, now()),
+        )
+
+    # --- approvals of pending facts -------------------------------------------------------
+
+    def approve_pending(self, conn, approval: dict[str, Any], decision) -> str:
+        branch = approval["branch"]
+        current = self._current(conn, approval["record_id"], branch)
+        if current["status"] != "pending":
+            raise RecordError(f"fact {current['id']} is no longer pending ({current['status']})", code="conflict", status=409)
+        Records.update(
+            conn, current["id"], branch=branch, actor=human_actor(decision.actor), reason="APPROVE",
+            status="active", confidence=max(float(current["confidence"] or 0), FACT_ACCEPT),
+            data={**current["data"], "verified_at": now(), "approved_by": human_actor(decision.actor)},
+        )  # fmt: skip
+        return current["id"]
+
+    def reject_pending(self, conn, approval: dict[str, Any], decision) -> None:
+        current = self._current(conn, approval["record_id"], approval["branch"])
+        Records.update(conn, current["id"], branch=approval["branch"], actor=human_actor(decision.actor), reason="REJECT",
+                       status="rejected")  # fmt: skip
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, fact_id: str, *, branch: str = MAIN, as_of: Any = None) -> dict[str, Any]:
+        conn = self.db.reader()
+        record = Records.get(conn, fact_id, resolve_view(conn, branch, as_of))
+        if record is None or record["kind"] != "fact":
+            raise NotFound(f"fact {fact_id} not found")
+        return decorate(record)
+
+    def history(self, fact_id: str, *, branch: str = MAIN) -> list[dict[str, Any]]:
+        conn = self.db.reader()
+        versions = Records.history(conn, fact_id, resolve_view(conn, branch))
+        if not versions or versions[0]["kind"] != "fact":
+            raise NotFound(f"fact {fact_id} not found")
+        return versions
+
+    def list(self, *, project: str | None = None, statuses: tuple[str, ...] = ("active",), branch: str = MAIN,
+             as_of: Any = None, needs_verification: bool | None = None, limit: int = 100) -> list[dict[str, Any]]:  # fmt: skip
+        conn = self.db.reader()
+        filters: dict[str, Any] = {"kind": "fact"}
+        if project is not None:
+            filters["project"] = project
+        rows, _ = Records.query(conn, resolve_view(conn, branch, as_of), filters=filters, statuses=statuses, limit=10_000)
+        out = [decorate(r) for r in rows]
+        if needs_verification is not None:
+            out = [r for r in out if r["needs_verification"] == needs_verification]
+        out.sort(key=lambda r: -r["effective_confidence"])
+        return out[:limit]
+
+    def similar(self, text: str, view: View, *, project: str | None, limit: int = 5, conn=None) -> list[dict[str, Any]]:
+        """The live facts most like `text` (semantic/keyword), each with `similarity` 0..1."""
+        filters: dict[str, Any] = {"kind": "fact"}
+        if project is not None:
+            filters["project"] = project
+        hits = self.finder.find(text, view, filters=filters, limit=limit * 2, statuses=("active",),
+                                recent_fallback=False, conn=conn)  # fmt: skip
+        conn = conn or self.db.reader()
+        out = []
+        for hit in hits:
+            record = Records.get(conn, hit["id"], view)  # hits from the engine are wire-shaped
+            if record is None or record["status"] != "active":
+                continue
+            out.append({**decorate(record), "similarity": text_similarity(text, record["text"])})
+        out.sort(key=lambda r: -r["similarity"])
+        return out[:limit]
+
+    def _current(self, conn, fact_id: str, branch: str) -> dict[str, Any]:
+        record = Records.get(conn, fact_id, resolve_view(conn, branch))
+        if record is None or record["kind"] != "fact":
+            raise NotFound(f"fact {fact_id} not found")
+        return record

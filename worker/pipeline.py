@@ -1,0 +1,182 @@
+"""The pipeline: drains the inbox into records, then indexes them.
+
+Each hook event is handled by one function below (`on_<event>`). An event's
+records and the inbox row's `done` mark are written in one transaction, so a
+crash at any point leaves the event pending and it is processed again: once.
+Slow work (Claude calls, embedding) happens outside that transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable
+
+from memory_anchor import paths
+from memory_anchor.projects import is_excluded, project_for_cwd
+from worker.inbox import InboxEvent
+from worker.sessions import Sessions
+from worker.store.records import Records
+
+log = logging.getLogger(__name__)
+
+BATCH = 64
+class Pipeline:
+    def __init__(self, services):
+        self.services = services
+        self.inbox = services.inbox
+        self.sessions = Sessions(services)
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self.processed = 0
+        # Extra work other modules hook in, run after an event's records are written.
+        self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Drain forever: process due events, index new records, sleep until woken."""
+        while not self._stopping:
+            try:
+                worked = await self.services.run(self.drain_once)
+            except Exception:
+                log.exception("pipeline pass failed; retrying shortly")
+                worked = 0
+            if worked:
+                continue
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+            except asyncio.TimeoutError:
+                pass
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    def drain_once(self) -> int:
+        """One pass: handle a batch of due events, then index what they wrote."""
+        spool = paths.spool_path(self.services.data_dir)
+        if spool.exists():
+            self.inbox.ingest_spool(spool)
+        events = self.inbox.claim(BATCH)
+        if events:
+            self.process(events)
+        indexed = self.services.indexer.drain()
+        return len(events) + (indexed or 0)
+
+    def process(self, events: list[InboxEvent]) -> None:
+        tool_uses = [e for e in events if e.event == "PostToolUse"]
+        drafts = self._distil_tool_uses(tool_uses)
+        for event in events:
+            if event.id in drafts and drafts[event.id] is None:
+                continue  # deferred: the Claude call will be retried later
+            try:
+                draft = drafts.get(event.id)
+                if event.event in ("Stop", "SessionEnd"):
+                    draft = self.sessions.prepare_summary(event)
+                self._handle(event, draft)
+                self.processed += 1
+            except Exception as exc:
+                log.exception("event %s (%s) failed", event.id, event.event)
+                self.inbox.fail(event, f"{type(exc).__name__}: {exc}")
+
+    def _distil_tool_uses(self, events: list[InboxEvent]) -> dict[int, Any]:
+        """Observation drafts for captured tool uses: {inbox id: draft | None (retry later)}."""
+        keep = [e for e in events if self._capturable(e)]
+        if not keep:
+            return {}
+        outcome = self.services.distiller.observations([e.payload for e in keep])
+        if outcome.retry_after is not None:
+            for event in keep:
+                self.inbox.defer(event, outcome.error or "Claude unavailable", outcome.retry_after)
+            return {e.id: None for e in keep}
+        return {e.id: draft for e, draft in zip(keep, outcome.drafts)}
+
+    def _capturable(self, event: InboxEvent) -> bool:
+        settings = self.services.settings
+        project = project_for_cwd(event.payload.get("cwd"))
+        if settings.excluded_projects and is_excluded(project, settings.excluded_projects):
+            return False
+        tool = str(event.payload.get("tool_name", ""))
+        return not (settings.excluded_tools and is_excluded(tool, settings.excluded_tools))
+
+    def _handle(self, event: InboxEvent, draft: Any) -> None:
+        handler = HANDLERS.get(event.event)
+        with self.services.db.transaction() as conn:
+            session = self.sessions.touch(conn, event)
+            written: dict[str, Any] = {}
+            if handler is not None and not session.get("excluded"):
+                written = handler(self, conn, event, session, draft) or {}
+            self.inbox.mark_done(conn, event.id)
+        for hook in self.after_event:
+            try:
+                hook(event.event, event, {"session": session, **written})
+            except Exception:
+                log.exception("after-event hook %s failed", getattr(hook, "__name__", hook))
+
+    # --- one function per hook event -----------------------------------------
+
+    def on_prompt(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
+        prompt = str(event.payload.get("prompt", "")).strip()
+        if not prompt:
+            return {}
+        record = Records.put(
+            conn, "prompt", prompt, branch=session["branch"], actor=session.get("agent_id") or "claude-code",
+            reason="captured", project=session["project"], session_id=event.session_id,
+            agent_id=session.get("agent_id"), title=prompt[:120], happened_at=event.received_at,
+            source_id=f"inbox:{event.id}",
+        )  # fmt: skip
+        return {"record": record}
+
+    def on_tool_use(self, conn, event: InboxEvent, session: dict, draft) -> dict:
+        if draft is None:
+            return {}
+        from worker.observations import observation_values
+
+        values = observation_values(draft, event.payload)
+        record = Records.put(
+            conn, "observation", values.pop("text"), branch=session["branch"],
+            actor=session.get("agent_id") or "claude-code", reason="captured",
+            project=session["project"], session_id=event.session_id, agent_id=session.get("agent_id"),
+            happened_at=event.received_at, source_id=f"inbox:{event.id}",
+            tool_use_id=event.payload.get("tool_use_id") if isinstance(event.payload.get("tool_use_id"), str) else None,
+            **values,
+        )  # fmt: skip
+        return {"record": record}
+
+    def on_stop(self, conn, event: InboxEvent, session: dict, summary) -> dict:
+        if event.event == "SessionEnd":
+            self.sessions.end(conn, event)
+        if summary is None:
+            return {}
+        record = self.sessions.write_summary(conn, event, session, summary)
+        return {"record": record}
+
+    def on_session_start(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
+        return {}
+
+    def on_pre_compact(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
+        return {"transcript_path": event.payload.get("transcript_path")}
+
+
+HANDLERS: dict[str, Callable[..., Any]] = {
+    "SessionStart": Pipeline.on_session_start,
+    "UserPromptSubmit": Pipeline.on_prompt,
+    "PostToolUse": Pipeline.on_tool_use,
+    "PreCompact": Pipeline.on_pre_compact,
+    "Stop": Pipeline.on_stop,
+    "SessionEnd": Pipeline.on_stop,
+}
+
+
+def wait_until_idle(pipeline: Pipeline, timeout: float = 30.0) -> bool:
+    """For tests and benchmarks: True once nothing is pending."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pipeline.inbox.counts().get("pending"):
+            return True
+        time.sleep(0.05)
+    return False

@@ -1,0 +1,366 @@
+"""Scrubbing captured data before it is stored or sent anywhere.
+
+Three steps, always in this order (`sanitize` runs them all):
+
+1. `strip_private`: `<private>…</private>` spans are the user's way of saying
+   "never remember this"; they are dropped entirely (an unclosed tag drops to the
+   end, erring on the side of privacy).
+2. `redact`: secrets are replaced by `[REDACTED:<kind>]`. Provider keys are
+   recognised by their prefixes; credentials in config and env assignments,
+   URLs and headers by their context; dict values by their key name.
+3. `truncate_fields`: oversized strings keep their head and tail around a
+   `…[truncated N chars]…` marker, so a 5 MB tool output is stored, cut down.
+
+Redaction runs before truncation so that a cut can never leave half a secret
+behind a marker. Every function accepts JSON-like values of any shape and
+returns a new value; inputs are never modified in place. The marker text never
+matches a pattern, so redacting twice is the same as redacting once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+MARKER_PREFIX = "[REDACTED:"
+
+
+def marker(kind: str) -> str:
+    return f"{MARKER_PREFIX}{kind}]"
+
+
+# --- <private> spans ----------------------------------------------------------
+
+_PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+def strip_private(text: str) -> str:
+    """Drop every `<private>…</private>` span (an unclosed one runs to the end)."""
+    if "<" not in text:
+        return text
+    return _PRIVATE_SPAN.sub("", text)
+
+
+# --- secrets in text ------------------------------------------------------------
+
+# Context rules match from the secret word onwards (what precedes it is kept as
+# is anyway) and bound every quantifier, so a multi-megabyte output costs linear
+# time, not quadratic backtracking.
+_SECRET_WORDS = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
+_ENV_SECRET_WORDS = (
+    r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
+    r"SIGNING_?KEY|ENCRYPTION_?KEY|MASTER_?KEY|CREDENTIALS?)"
+)
+
+
+def _keep_group(group: int, kind: str) -> Callable[[re.Match[str]], str]:
+    """A replacement that keeps the text before `group` and redacts the group."""
+
+    def replace(match: re.Match[str]) -> str:
+        value = match.group(group)
+        if value.startswith(MARKER_PREFIX) or value.strip("\"'").startswith(MARKER_PREFIX):
+            return match.group(0)
+        start, end = match.span(group)
+        whole_start = match.start(0)
+        head = match.group(0)[: start - whole_start]
+        tail = match.group(0)[end - whole_start :]
+        quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
+        return f"{head}{quote}{marker(kind)}{quote}{tail}"
+
+    return replace
+
+
+# (kind, pattern, replacement) in order: whole blocks first, then provider keys
+# (Anthropic before OpenAI: `sk-ant-` would also match the OpenAI shape), then
+# context-based rules, which skip values an earlier rule already redacted.
+_RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]] = [
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN ((?:[A-Z0-9]+ ){0,4})PRIVATE KEY((?: BLOCK)?)-----.*?"
+            r"(?:-----END \1PRIVATE KEY\2-----|\Z)",
+            re.DOTALL,
+        ),
+        None,
+    ),
+    # The tail of a key whose BEGIN line was cut off (by a tool, or by truncation).
+    (
+        "private_key",
+        re.compile(r"(?:^[A-Za-z0-9+/=]{16,}\r?\n)*-----END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----", re.M),
+        None,
+    ),
+    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{4,}"), None),
+    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), None),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"), None),
+    (
+        "aws_secret_key",
+        re.compile(
+            r"(?i)(aws[\w.-]{0,30}?(?:secret|sk)[\w.-]{0,30}[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+        ),
+        _keep_group(2, "aws_secret_key"),
+    ),
+    ("github_token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b"), None),
+    ("github_token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), None),
+    ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), None),
+    (
+        "slack_webhook",
+        re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}"),
+        None,
+    ),
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), None),
+    ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}"), None),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), None),
+    # scheme://user:password@host
+    (
+        "url_password",
+        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://[^\s:/@\"'<>]{1,100}:)([^\s@/\"'<>]{1,200})(@)"),
+        _keep_group(2, "url_password"),
+    ),
+    # Authorization: Bearer xyz / "authorization": "Basic ..." / -H 'Authorization: token abc'
+    (
+        "authorization",
+        re.compile(
+            r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)"
+            r"([A-Za-z0-9._~+/=:$-]{6,})"
+        ),
+        _keep_group(2, "authorization"),
+    ),
+    ("bearer_token", re.compile(r"(\bBearer\s+)([A-Za-z0-9._~+/=-]{16,})"), _keep_group(2, "bearer_token")),
+    # ?api_key=...&token=...
+    (
+        "url_secret",
+        re.compile(
+            r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig|signature)=)([^&\s#\"'<>]{4,})"
+        ),
+        _keep_group(2, "url_secret"),
+    ),
+    # --password=x, --token x
+    (
+        "cli_secret",
+        re.compile(
+            r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret|access-token|auth-token)(?:=|\s+))"
+            r"([^\s\"']{3,}|\"[^\"\n]+\"|'[^'\n]+')"
+        ),
+        _keep_group(2, "cli_secret"),
+    ),
+    # ENV-style (upper case): DB_PASSWORD=..., export GITHUB_TOKEN="...", AWS_SECRET_ACCESS_KEY: ...
+    (
+        "secret_assignment",
+        re.compile(
+            r"((?<![A-Za-z0-9])" + _ENV_SECRET_WORDS + r"(?:_[A-Z0-9]{1,30}){0,6}\b[\"']?\s*[:=]\s*)"
+            r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`;&|,)}]+)"
+        ),
+        _keep_group(2, "secret_assignment"),
+    ),
+    # Config/code with a quoted literal: password = "x", "api_key": "x", token: 'x'
+    (
+        "secret_assignment",
+        re.compile(
+            r"(?i)(" + _SECRET_WORDS + r"[\"']?\s*[:=]\s*)(\"[^\"\n]{4,}\"|'[^'\n]{4,}')"
+        ),
+        _keep_group(2, "secret_assignment"),
+    ),
+    # Config line with a bare value: `password: hunter2`, `db.password=hunter2`
+    (
+        "secret_assignment",
+        re.compile(
+            r"(?im)(^[ \t]*[\w.-]{0,40}" + _SECRET_WORDS + r"[ \t]*[:=][ \t]*)([^\s\"'#]{4,})[ \t]*$"
+        ),
+        _keep_group(2, "secret_assignment"),
+    ),
+]
+
+# Cheap pre-checks: a rule only runs when its needle is in the text. Most tool
+# output contains none of them, which keeps redaction fast on large outputs.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "private_key": ("PRIVATE KEY",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "aws_access_key": ("AKIA", "ASIA", "ABIA", "ACCA"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",),
+    "google_api_key": ("AIza",),
+    "stripe_key": ("_live_", "_test_"),
+    "jwt": ("eyJ",),
+    "url_password": ("://",),
+    "bearer_token": ("Bearer",),
+}
+
+
+def redact_text(text: str) -> str:
+    """Replace every secret found in `text` with `[REDACTED:<kind>]`."""
+    if not text:
+        return text
+    lowered: str | None = None
+    for kind, pattern, replacement in _RULES:
+        needles = _NEEDLES.get(kind)
+        if needles is not None and not any(n in text for n in needles):
+            continue
+        if needles is None:
+            # Context rules: skip unless a keyword they need is present at all.
+            lowered = lowered if lowered is not None else text.lower()
+            if not _has_context_keyword(kind, lowered):
+                continue
+        new = pattern.sub(replacement if replacement is not None else marker(kind), text)
+        if new != text:
+            text, lowered = new, None
+    return text
+
+
+_CONTEXT_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "aws_secret_key": ("aws",),
+    "authorization": ("authorization",),
+    "url_secret": ("=",),
+    "cli_secret": ("--",),
+    "secret_assignment": (
+        "pass", "secret", "token", "key", "credential",
+    ),
+}  # fmt: skip
+
+
+def _has_context_keyword(kind: str, lowered: str) -> bool:
+    return any(word in lowered for word in _CONTEXT_KEYWORDS.get(kind, ("",)))
+
+
+# --- secrets by key name --------------------------------------------------------
+
+_SECRET_KEY_SUFFIXES = (
+    "password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey",
+    "privatekey", "secretkey", "authorization", "cookie", "credential", "credentials",
+    "sessionkey", "signingkey", "encryptionkey",
+)  # fmt: skip
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a dict key names a secret (`password`, `api_key`, `X-Auth-Token`, ...).
+
+    Matches on the key's end so that `max_tokens` or `author` are left alone.
+    """
+    normalized = re.sub(r"[^a-z0-9]", "", key.lower())
+    return bool(normalized) and normalized.endswith(_SECRET_KEY_SUFFIXES)
+
+
+# --- recursive helpers ------------------------------------------------------------
+
+
+def _walk(value: Any, on_text: Callable[[str], str], on_secret_key: bool) -> Any:
+    if isinstance(value, str):
+        return on_text(value)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if (
+                on_secret_key
+                and isinstance(key, str)
+                and isinstance(item, str)
+                and item
+                and not item.startswith(MARKER_PREFIX)
+                and is_secret_key(key)
+            ):
+                out[key] = marker("secret_field")
+            else:
+                out[key] = _walk(item, on_text, on_secret_key)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_walk(item, on_text, on_secret_key) for item in value]
+    return value
+
+
+def redact(value: Any) -> Any:
+    """Redact secrets in a string or anywhere inside a JSON-like dict/list."""
+    return _walk(value, lambda text: redact_text(strip_private(text)), on_secret_key=True)
+
+
+# --- truncation -----------------------------------------------------------------
+
+
+def truncate(value: str, max_chars: int) -> str:
+    """Keep the head and tail of `value` around `…[truncated N chars]…`.
+
+    The result is at most `max_chars` long (for any limit above ~40). The head
+    gets two thirds: the start of an output says what ran, the end how it ended.
+    """
+    if not isinstance(value, str) or max_chars <= 0 or len(value) <= max_chars:
+        return value
+    head, tail, note = _cut_plan(len(value), max_chars)
+    return value[:head] + note + (value[-tail:] if tail else "")
+
+
+def _cut_plan(length: int, max_chars: int) -> tuple[int, int, str]:
+    """(head chars, tail chars, marker) for cutting `length` chars to `max_chars`."""
+    dropped = length - max_chars
+    while True:  # the marker's own length depends on the number it prints
+        note = f"…[truncated {dropped} chars]…"
+        keep = max(max_chars - len(note), 0)
+        if length - keep == dropped or keep == 0:
+            break
+        dropped = length - keep
+    head = (keep * 2) // 3
+    return head, keep - head, note
+
+
+# Extra text kept on each side of a cut while redacting, so that a secret near
+# the cut is seen whole before the final cut is made.
+_CUT_MARGIN = 4096
+
+
+def sanitize_text(text: str, max_chars: int | None = None) -> str:
+    """`strip_private` + `redact_text` + `truncate`, in time bounded by `max_chars`.
+
+    A huge string is cut to its head and tail (plus a margin, ending at a line
+    break or space so no one-line secret straddles the cut) before redaction;
+    redaction then never scans megabytes that truncation would drop anyway.
+    """
+    text = strip_private(text)
+    if not max_chars or len(text) <= max_chars + 2 * _CUT_MARGIN:
+        return truncate(redact_text(text), max_chars) if max_chars else redact_text(text)
+    head_len, tail_len, note = _cut_plan(len(text), max_chars)
+    head_end = _break_before(text, head_len + _CUT_MARGIN, head_len)
+    tail_start = _break_after(text, len(text) - tail_len - _CUT_MARGIN, len(text) - tail_len)
+    head = redact_text(text[:head_end])[:head_len]
+    tail = redact_text(text[tail_start:])
+    return head + note + (tail[-tail_len:] if tail_len else "")
+
+
+def _break_before(text: str, pos: int, floor: int) -> int:
+    """The last line break (else space) at or before `pos` but after `floor`."""
+    for sep in ("\n", " "):
+        found = text.rfind(sep, floor, pos)
+        if found != -1:
+            return found
+    return pos
+
+
+def _break_after(text: str, pos: int, ceiling: int) -> int:
+    """The first line break (else space) at or after `pos` but before `ceiling`."""
+    for sep in ("\n", " "):
+        found = text.find(sep, pos, ceiling)
+        if found != -1:
+            return found + 1
+    return pos
+
+
+def truncate_fields(value: Any, max_chars: int, max_items: int = 1000) -> Any:
+    """Truncate every string in a JSON-like value; long lists keep their first items."""
+    if isinstance(value, str):
+        return truncate(value, max_chars)
+    if isinstance(value, dict):
+        return {key: truncate_fields(item, max_chars, max_items) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [truncate_fields(item, max_chars, max_items) for item in value[:max_items]]
+        if len(value) > max_items:
+            items.append(f"…[{len(value) - max_items} more items]…")
+        return items
+    return value
+
+
+def sanitize(value: Any, max_chars: int | None = None, max_items: int = 1000) -> Any:
+    """Everything stored or sent goes through this: private spans, secrets, size.
+
+    `max_chars` bounds each string (None: no truncation); lists keep their first
+    `max_items` items when a limit is given.
+    """
+    cleaned = _walk(value, lambda text: sanitize_text(text, max_chars), on_secret_key=True)
+    return truncate_fields(cleaned, max_chars, max_items) if max_chars else cleaned

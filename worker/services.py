@@ -1,0 +1,109 @@
+"""The services a worker runs, built once and shared by every handler.
+
+Handlers reach them as `request.app["services"]`. Heavy parts (the embedding
+model, Chroma, the Claude client) are built on first use so that the worker
+answers its first requests (and acknowledges hook events) without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from memory_anchor import paths
+from memory_anchor.settings import Settings
+from worker.inbox import Inbox
+from worker.store.db import Database
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Services:
+    def __init__(self, data_dir: Path, settings: Settings, token: str):
+        self.data_dir = Path(data_dir)
+        self.settings = settings
+        self.token = token
+        self.started_at = time.time()
+        self.db = Database(paths.database_path(self.data_dir))
+        self.inbox = Inbox(self.db)
+        # Two threads: one drains the pipeline, one serves searches and API writes.
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ma-work")
+
+    # --- built on first use --------------------------------------------------
+
+    @cached_property
+    def embedder(self):
+        from worker.embeddings import Embedder
+
+        return Embedder()
+
+    @cached_property
+    def vectors(self):
+        from worker.vectors import VectorIndex
+
+        return VectorIndex(paths.chroma_path(self.data_dir))
+
+    @cached_property
+    def indexer(self):
+        from worker.indexer import Indexer
+
+        return Indexer(self.db, self.vectors, self.embedder)
+
+    @cached_property
+    def search(self):
+        from worker.search import SearchService
+
+        return SearchService(self.db, self.vectors, self.embedder)
+
+    @cached_property
+    def llm(self):
+        from worker.llm import ClaudeClient
+
+        return ClaudeClient(self.settings, self.db)
+
+    @cached_property
+    def distiller(self):
+        from worker.compress import Distiller
+
+        return Distiller(self.settings, self.llm)
+
+    # --- helpers -------------------------------------------------------------
+
+    pipeline = None  # set by the app once the pipeline runs
+
+    def warm_up(self) -> None:
+        """Load the embedding model and the vector index now rather than at the first search."""
+        self.embedder.embed(["warm up"])
+        self.search  # noqa: B018 - builds the search service and its vector index
+
+    def llm_available(self) -> bool:
+        try:
+            return bool(self.llm.available)
+        except Exception:
+            return False
+
+    def session_branch(self, session_id: str | None) -> str | None:
+        """The branch a known session writes to, or None."""
+        if not session_id:
+            return None
+        row = self.db.reader().execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        return row["branch"] if row else None
+
+    async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking work (SQLite writes, embedding, search) off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(func, *args, **kwargs))
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        vectors = self.__dict__.get("vectors")
+        if vectors is not None and hasattr(vectors, "close"):
+            vectors.close()
+        self.db.close()

@@ -1,0 +1,116 @@
+"""Claude Code sessions: which project and branch they write to, and their summaries."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from memory_anchor.projects import is_excluded, project_for_cwd
+from worker.inbox import InboxEvent
+from worker.store.records import Records, resolve_view
+
+SUMMARY_NAMESPACE = uuid.UUID("6f0b8a1e-3c1d-4b7e-9a52-1d2f3e4a5b6c")
+
+
+def summary_id(session_id: str) -> str:
+    """A session's summary keeps one id; each Stop writes its next version."""
+    return str(uuid.uuid5(SUMMARY_NAMESPACE, session_id or "unknown"))
+
+
+class Sessions:
+    def __init__(self, services):
+        self.services = services
+
+    def touch(self, conn, event: InboxEvent) -> dict[str, Any]:
+        """Create or refresh the session row for an event; returns it (plus `excluded`)."""
+        payload = event.payload
+        session_id = event.session_id or "unknown"
+        now = time.time()
+        row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            project = project_for_cwd(cwd)
+            branch = self.choose_branch(conn, event)
+            conn.execute(
+                """INSERT INTO sessions(session_id, project, cwd, branch, agent_id, transcript_path, source,
+                                        started_at, last_seen_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    session_id, project, cwd, branch, event.agent_id,
+                    payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None,
+                    payload.get("source") if isinstance(payload.get("source"), str) else None, now, now,
+                ),
+            )  # fmt: skip
+        else:
+            counter = {"UserPromptSubmit": "prompt_count", "PostToolUse": "tool_count"}.get(event.event)
+            bump = f", {counter} = {counter} + 1" if counter else ""
+            conn.execute(f"UPDATE sessions SET last_seen_at = ?{bump} WHERE session_id = ?", (now, session_id))
+        session = dict(conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone())
+        patterns = self.services.settings.excluded_projects
+        session["excluded"] = bool(patterns) and is_excluded(session["project"], patterns)
+        return session
+
+    def choose_branch(self, conn, event: InboxEvent) -> str:
+        """The branch a new session writes to: the hook's header, else the default."""
+        from worker.store.records import validate_branch_name
+
+        branch = event.branch or self.services.settings.default_branch
+        validate_branch_name(branch)
+        if conn.execute("SELECT 1 FROM branches WHERE name = ?", (branch,)).fetchone() is None:
+            conn.execute(
+                "INSERT INTO branches(name, parent, fork_seq, created_at, created_by, description) "
+                "VALUES (?, 'main', (SELECT coalesce(max(seq), 0) FROM records), ?, ?, ?)",
+                (branch, time.time(), event.agent_id or "hook", f"created for session {event.session_id}"),
+            )
+        return branch
+
+    def end(self, conn, event: InboxEvent) -> None:
+        reason = event.payload.get("reason")
+        conn.execute(
+            "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE session_id = ?",
+            (time.time(), reason if isinstance(reason, str) else None, event.session_id or "unknown"),
+        )
+
+    def prepare_summary(self, event: InboxEvent):
+        """A summary draft of the session so far, or None when nothing new happened.
+
+        Runs outside any transaction: it may call Claude.
+        """
+        conn = self.services.db.reader()
+        session_id = event.session_id or "unknown"
+        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        view = resolve_view(conn, row["branch"] if row else "main")
+        activity, _ = Records.query(
+            conn, view, filters={"session_id": session_id, "kind": ["prompt", "observation"]},
+            order="seq ASC", limit=200,
+        )  # fmt: skip
+        if not activity:
+            return None
+        existing = Records.get(conn, summary_id(session_id), view)
+        if existing is not None and existing["seq"] > activity[-1]["seq"] and event.event != "SessionEnd":
+            return None
+        prompts = [r["text"] for r in activity if r["kind"] == "prompt"]
+        observations = [r for r in activity if r["kind"] == "observation"]
+        last = event.payload.get("last_assistant_message")
+        return self.services.distiller.session_summary(
+            prompts, observations, last if isinstance(last, str) else None
+        )
+
+    def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
+        session_id = event.session_id or "unknown"
+        text = summary.text
+        data = summary.model_dump()
+        record_id = summary_id(session_id)
+        view = resolve_view(conn, session["branch"])
+        common = dict(
+            branch=session["branch"], actor=session.get("agent_id") or "claude-code",
+            title=text.split("\n", 1)[0][:160], data=data, happened_at=event.received_at,
+            source_id=f"inbox:{event.id}",
+        )  # fmt: skip
+        if Records.get(conn, record_id, view) is not None:
+            return Records.update(conn, record_id, view=view, reason="summary updated", text=text, **common)
+        return Records.put(
+            conn, "summary", text, record_id=record_id, reason="summary", project=session["project"],
+            session_id=session_id, agent_id=session.get("agent_id"), **common,
+        )  # fmt: skip

@@ -1,0 +1,312 @@
+"""Schema migrations, applied in order and recorded in `schema_migrations`.
+
+Each migration is `(name, sql)`. Never edit a migration that has shipped: add a
+new one at the end of its area's list. Areas keep separate lists so that the
+memory model and the branching engine can grow their own tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+Migration = tuple[str, str]
+
+CORE: list[Migration] = [
+    (
+        "0001_records",
+        """
+        -- Every memory of every kind, append-only. `seq` is the one global write
+        -- sequence: each version of a record is a new row with a new seq; an
+        -- update supersedes, a delete writes a tombstone (op = 'delete').
+        CREATE TABLE records (
+            seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+            id           TEXT NOT NULL,        -- logical id, stable across versions
+            version      INTEGER NOT NULL,
+            kind         TEXT NOT NULL,        -- memory|observation|prompt|summary|event|fact|identity|relation|operation
+            layer        TEXT,                 -- identity_schema|event_log|verified_fact|operational_knowledge
+            op           TEXT NOT NULL DEFAULT 'put' CHECK (op IN ('put', 'delete')),
+            status       TEXT NOT NULL DEFAULT 'active',  -- active|pending|rejected|archived|...
+            branch       TEXT NOT NULL DEFAULT 'main',
+            project      TEXT NOT NULL DEFAULT '',
+            user_id      TEXT,
+            agent_id     TEXT,
+            run_id       TEXT,
+            session_id   TEXT,
+            type         TEXT,                 -- observation type, fact category, ...
+            title        TEXT,
+            text         TEXT NOT NULL DEFAULT '',  -- what is searched and embedded
+            data         TEXT NOT NULL DEFAULT '{}', -- kind-specific JSON
+            metadata     TEXT NOT NULL DEFAULT '{}', -- caller's metadata JSON
+            confidence   REAL,
+            fact_key     TEXT,                 -- normalised subject, for conflict detection
+            happened_at  REAL NOT NULL,        -- when it happened (epoch seconds)
+            created_at   REAL NOT NULL,        -- when this version was stored
+            actor        TEXT,                 -- who wrote this version
+            reason       TEXT,                 -- why (ADD, UPDATE, merge, ...)
+            source_id    TEXT,                 -- provenance: inbox event, event id, ...
+            tool_use_id  TEXT,
+            content_hash TEXT
+        );
+        CREATE INDEX records_by_id ON records(id, seq);
+        CREATE INDEX records_by_project ON records(project, kind, seq);
+        CREATE INDEX records_by_session ON records(session_id, seq);
+        CREATE INDEX records_by_user ON records(user_id, seq);
+        CREATE INDEX records_by_branch ON records(branch, seq);
+        CREATE INDEX records_by_time ON records(created_at);
+        CREATE INDEX records_by_fact_key ON records(fact_key) WHERE fact_key IS NOT NULL;
+        CREATE INDEX records_by_tool_use ON records(tool_use_id) WHERE tool_use_id IS NOT NULL;
+
+        -- Lexical index over the text of every stored version.
+        CREATE VIRTUAL TABLE records_fts USING fts5(
+            text, title, content='records', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER records_fts_insert AFTER INSERT ON records
+        WHEN new.op = 'put' AND new.text != '' BEGIN
+            INSERT INTO records_fts(rowid, text, title) VALUES (new.seq, new.text, coalesce(new.title, ''));
+        END;
+
+        -- Versions whose embeddings are not in the vector store yet. Written in
+        -- the same transaction as the record, so a crash never loses one.
+        CREATE TABLE pending_vectors (seq INTEGER PRIMARY KEY);
+        CREATE TRIGGER records_pending_vector AFTER INSERT ON records
+        WHEN new.op = 'put' AND new.text != '' BEGIN
+            INSERT INTO pending_vectors(seq) VALUES (new.seq);
+        END;
+
+        -- Branches: reading B sees B's rows plus each ancestor's rows up to the fork.
+        CREATE TABLE branches (
+            name        TEXT PRIMARY KEY,
+            parent      TEXT REFERENCES branches(name),
+            fork_seq    INTEGER,               -- parent's rows with seq <= fork_seq are visible
+            status      TEXT NOT NULL DEFAULT 'active',  -- active|merged|archived
+            description TEXT NOT NULL DEFAULT '',
+            created_at  REAL NOT NULL,
+            created_by  TEXT,
+            merged_at   REAL,
+            archived_at REAL,
+            metadata    TEXT NOT NULL DEFAULT '{}'
+        );
+        INSERT INTO branches(name, parent, fork_seq, created_at, created_by, description)
+        VALUES ('main', NULL, NULL, strftime('%s','now'), 'system', 'The default branch');
+
+        -- A snapshot names (branch, seq); any read can take it as `as_of`.
+        CREATE TABLE snapshots (
+            name        TEXT PRIMARY KEY,
+            branch      TEXT NOT NULL REFERENCES branches(name),
+            seq         INTEGER NOT NULL,
+            created_at  REAL NOT NULL,
+            created_by  TEXT,
+            description TEXT NOT NULL DEFAULT ''
+        );
+        """,
+    ),
+    (
+        "0002_capture",
+        """
+        -- The durable inbox: a hook event is acknowledged only once it is here.
+        CREATE TABLE inbox (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            dedup_key    TEXT NOT NULL UNIQUE,  -- tool_use_id, hook-sent event id or content hash
+            event        TEXT NOT NULL,         -- hook_event_name
+            session_id   TEXT,
+            payload      TEXT NOT NULL,
+            received_at  REAL NOT NULL,
+            status       TEXT NOT NULL DEFAULT 'pending',  -- pending|done|failed
+            attempts     INTEGER NOT NULL DEFAULT 0,
+            next_attempt REAL NOT NULL DEFAULT 0,
+            error        TEXT,
+            processed_at REAL,
+            branch       TEXT,
+            agent_id     TEXT
+        );
+        CREATE INDEX inbox_pending ON inbox(status, id);
+
+        CREATE TABLE sessions (
+            session_id      TEXT PRIMARY KEY,
+            project         TEXT NOT NULL DEFAULT '',
+            cwd             TEXT,
+            branch          TEXT NOT NULL DEFAULT 'main',
+            agent_id        TEXT,
+            parent_session  TEXT,
+            transcript_path TEXT,
+            source          TEXT,
+            status          TEXT NOT NULL DEFAULT 'active',  -- active|ended
+            started_at      REAL NOT NULL,
+            last_seen_at    REAL NOT NULL,
+            ended_at        REAL,
+            end_reason      TEXT,
+            prompt_count    INTEGER NOT NULL DEFAULT 0,
+            tool_count      INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_by_project ON sessions(project, started_at);
+
+        -- Claude token spend per day, for the daily budget.
+        CREATE TABLE llm_usage (
+            day           TEXT PRIMARY KEY,
+            input_tokens  INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            calls         INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    ),
+]
+
+# The memory model (issue 4) and the branching engine (issue 5) append here.
+MEMORY_MODEL: list[Migration] = [
+    (
+        "0101_memory_model",
+        """
+        -- Proposals waiting for a human: identity changes proposed by agents,
+        -- facts of medium confidence (0.7-0.9), writes of read-only agents.
+        CREATE TABLE approvals (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind         TEXT NOT NULL,        -- identity_change|fact|agent_write
+            action       TEXT NOT NULL,        -- add|edit|remove (identity), add (fact), operation name
+            status       TEXT NOT NULL DEFAULT 'pending',  -- pending|approved|rejected
+            project      TEXT NOT NULL DEFAULT '',
+            branch       TEXT NOT NULL DEFAULT 'main',
+            agent_id     TEXT,
+            session_id   TEXT,
+            record_id    TEXT,                 -- the record concerned (pending fact, identity item)
+            payload      TEXT NOT NULL DEFAULT '{}',
+            reason       TEXT,
+            created_at   REAL NOT NULL,
+            decided_at   REAL,
+            decided_by   TEXT,
+            decision_note TEXT,
+            result_id    TEXT                  -- the record the approval wrote
+        );
+        CREATE INDEX approvals_by_status ON approvals(status, id);
+
+        -- Contradictions the rules could not settle: both versions are kept.
+        CREATE TABLE conflicts (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            status        TEXT NOT NULL DEFAULT 'open',  -- open|resolved
+            project       TEXT NOT NULL DEFAULT '',
+            branch        TEXT NOT NULL DEFAULT 'main',
+            existing_id   TEXT NOT NULL,       -- the active fact
+            candidate_id  TEXT NOT NULL,       -- the contradicting fact (status 'disputed')
+            fact_key      TEXT,
+            reason        TEXT,
+            agent_id      TEXT,
+            created_at    REAL NOT NULL,
+            resolved_at   REAL,
+            resolved_by   TEXT,
+            resolution    TEXT,                -- keep_existing|keep_new|keep_both
+            note          TEXT
+        );
+        CREATE INDEX conflicts_by_status ON conflicts(status, id);
+
+        -- Events whose TTL ran out: archived here (and set to status 'archived'
+        -- in records), restorable with `restore_event`.
+        CREATE TABLE event_archive (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            record_id    TEXT NOT NULL,
+            branch       TEXT NOT NULL DEFAULT 'main',
+            project      TEXT NOT NULL DEFAULT '',
+            agent_id     TEXT,
+            text         TEXT NOT NULL,
+            record       TEXT NOT NULL,        -- the archived version as JSON
+            expired_at   REAL,
+            archived_at  REAL NOT NULL,
+            restored_at  REAL
+        );
+        CREATE INDEX event_archive_by_record ON event_archive(record_id);
+
+        -- Facts proposed with confidence < 0.7: never stored as memory, logged here.
+        CREATE TABLE fact_rejections (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            project      TEXT NOT NULL DEFAULT '',
+            agent_id     TEXT,
+            text         TEXT NOT NULL,
+            confidence   REAL,
+            source       TEXT,
+            reason       TEXT,
+            created_at   REAL NOT NULL
+        );
+        """,
+    ),
+]
+BRANCHING: list[Migration] = [
+    (
+        "0501_merges",
+        """
+        -- Every merge, for the audit trail: who, when, how, what went in and what not.
+        CREATE TABLE merges (
+            id                 TEXT PRIMARY KEY,
+            source             TEXT NOT NULL,
+            target             TEXT NOT NULL,
+            strategy           TEXT NOT NULL,   -- auto|cherry_pick|squash|accept|skip
+            actor              TEXT,
+            merged_by          TEXT NOT NULL,   -- strategy|rules|llm_judge|manual|mixed
+            created_at         REAL NOT NULL,
+            source_head        INTEGER,         -- source's last visible seq when merged
+            target_seq_before  INTEGER,
+            target_seq_after   INTEGER,
+            items_merged       TEXT NOT NULL DEFAULT '[]',
+            items_rejected     TEXT NOT NULL DEFAULT '[]',
+            conflicts          TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE INDEX merges_by_source ON merges(source, created_at);
+        CREATE INDEX merges_by_target ON merges(target, created_at);
+
+        -- Which row a merge wrote as a copy of which: lets a later diff see that
+        -- target's copy and source's original are the same version (no re-merge,
+        -- no false conflict). origin_seq is always the first original.
+        CREATE TABLE merge_copies (
+            target_seq  INTEGER PRIMARY KEY,
+            origin_seq  INTEGER NOT NULL,
+            merge_id    TEXT NOT NULL REFERENCES merges(id)
+        );
+        CREATE INDEX merge_copies_by_origin ON merge_copies(origin_seq);
+
+        -- How each session chose its branch, so an explicit switch outranks the
+        -- environment, which outranks a fork branch, which outranks the default.
+        CREATE TABLE session_branches (
+            session_id  TEXT PRIMARY KEY,
+            branch      TEXT NOT NULL,
+            chosen_by   TEXT NOT NULL,   -- switch|env|fork|default
+            parent_session TEXT,
+            updated_at  REAL NOT NULL
+        );
+        CREATE INDEX session_branches_by_branch ON session_branches(branch);
+        """,
+    ),
+]
+
+
+def all_migrations() -> list[Migration]:
+    return [*CORE, *MEMORY_MODEL, *BRANCHING]
+
+
+def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Apply every migration not yet recorded; returns the names applied."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+    applied = []
+    for name, sql in all_migrations():
+        if name in done:
+            continue
+        for statement in _split_sql(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+        applied.append(name)
+    return applied
+
+
+def _split_sql(sql: str) -> list[str]:
+    """Split a script into statements, keeping trigger bodies whole."""
+    statements, current = [], ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return [s for s in statements if s.strip(" ;\n")]

@@ -1,0 +1,446 @@
+"""Versioned, branch-aware records: the one table every memory lives in.
+
+A record is a logical `id` with one or more versions. Each version is a row with
+its own `seq` from the global sequence; nothing is edited in place. A `View`
+says which rows a reader may see: the rows of a branch and of its ancestors up
+to each fork point, optionally cut off at an `as_of` sequence number. Within a
+view, the visible version of an id is its row with the highest seq; if that row
+is a tombstone (`op = 'delete'`) the record is invisible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+MAIN = "main"
+QUERY_ORDERS = ("seq DESC", "seq ASC", "happened_at DESC", "happened_at ASC")
+BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+
+# Columns a caller may set on a new version (everything else is managed here).
+WRITABLE = (
+    "kind", "layer", "status", "project", "user_id", "agent_id", "run_id", "session_id",
+    "type", "title", "text", "data", "metadata", "confidence", "fact_key", "happened_at",
+    "source_id", "tool_use_id",
+)  # fmt: skip
+
+
+# Columns a record keeps across all its versions; filters on them may prune
+# rows before the per-id head is chosen.
+STABLE_COLUMNS = ("id", "kind", "project", "user_id", "agent_id", "run_id", "session_id")
+
+
+class RecordError(Exception):
+    """A request about records that cannot be served; `code` is the API error code."""
+
+    def __init__(self, message: str, code: str = "bad_request", status: int = 400):
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+class NotFound(RecordError):
+    def __init__(self, message: str):
+        super().__init__(message, code="not_found", status=404)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a reader sees: `chain` is [(branch, max visible seq or None)], own branch first."""
+
+    chain: tuple[tuple[str, int | None], ...] = ((MAIN, None),)
+    as_of: int | None = None
+
+    @property
+    def branch(self) -> str:
+        return self.chain[0][0]
+
+    def sql(self, alias: str = "") -> tuple[str, list[Any]]:
+        """A WHERE fragment selecting the rows this view can see."""
+        prefix = f"{alias}." if alias else ""
+        parts, params = [], []
+        for name, upto in self.chain:
+            if upto is None:
+                parts.append(f"({prefix}branch = ?)")
+                params.append(name)
+            else:
+                parts.append(f"({prefix}branch = ? AND {prefix}seq <= ?)")
+                params.extend([name, upto])
+        return "(" + " OR ".join(parts) + ")", params
+
+    def sees_row(self, branch: str, seq: int) -> bool:
+        for name, upto in self.chain:
+            if name == branch:
+                return upto is None or seq <= upto
+        return False
+
+
+def resolve_view(conn: sqlite3.Connection, branch: str = MAIN, as_of: Any = None) -> View:
+    """The view of `branch` (walking its ancestors), cut off at `as_of` if given.
+
+    `as_of` is a sequence number, a snapshot name or a timestamp (ISO 8601 or
+    epoch seconds); see `resolve_as_of`.
+    """
+    branch = branch or MAIN
+    limit = resolve_as_of(conn, as_of) if as_of not in (None, "") else None
+    chain: list[tuple[str, int | None]] = []
+    name, upto = branch, limit
+    seen = set()
+    while name is not None:
+        if name in seen:  # defensive: a cycle would be a corrupt registry
+            raise RecordError(f"branch registry has a cycle at {name!r}", code="corrupt", status=500)
+        seen.add(name)
+        row = conn.execute("SELECT parent, fork_seq FROM branches WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise NotFound(f"branch {name!r} does not exist")
+        chain.append((name, upto))
+        parent, fork = row["parent"], row["fork_seq"]
+        if parent is not None:
+            upto = fork if upto is None else min(upto, fork)
+        name = parent
+    return View(chain=tuple(chain), as_of=limit)
+
+
+def resolve_as_of(conn: sqlite3.Connection, as_of: Any) -> int:
+    """Turn `as_of` into a sequence number: the last seq written at that point."""
+    if isinstance(as_of, bool):
+        raise RecordError("as_of must be a sequence number, a snapshot name or a timestamp")
+    if isinstance(as_of, int):
+        if as_of < 0:
+            raise RecordError(f"as_of must not be negative, got {as_of}")
+        return as_of
+    if isinstance(as_of, float):
+        return _seq_at_time(conn, as_of)
+    text = str(as_of).strip()
+    if re.fullmatch(r"\d{1,9}", text):  # small integers are sequence numbers
+        return int(text)
+    snap = conn.execute("SELECT seq FROM snapshots WHERE name = ?", (text,)).fetchone()
+    if snap is not None:
+        return int(snap["seq"])
+    try:
+        return _seq_at_time(conn, parse_time(text))
+    except ValueError:
+        raise NotFound(f"as_of {text!r} is neither a sequence number, a snapshot nor a timestamp")
+
+
+def _seq_at_time(conn: sqlite3.Connection, when: float) -> int:
+    row = conn.execute("SELECT max(seq) FROM records WHERE created_at <= ?", (when,)).fetchone()
+    return int(row[0] or 0)
+
+
+def parse_time(value: Any) -> float:
+    """ISO 8601 (a trailing Z allowed; naive means UTC) or epoch seconds → epoch seconds."""
+    if isinstance(value, bool):
+        raise ValueError("a timestamp cannot be a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    if re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return float(text)
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 timestamp or epoch seconds: {text!r}")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def validate_branch_name(name: str) -> str:
+    if not isinstance(name, str) or not BRANCH_NAME_RE.match(name) or ".." in name or name.endswith("/"):
+        raise RecordError(
+            f"invalid branch name {name!r}: use 1-100 letters, digits, '.', '_', '-' or '/', "
+            "starting with a letter or digit, without '..'",
+            code="invalid_branch",
+        )
+    return name
+
+
+def row_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    record = dict(row)
+    for key in ("data", "metadata"):
+        value = record.get(key)
+        record[key] = json.loads(value) if isinstance(value, str) and value else {}
+    return record
+
+
+@dataclass
+class NewVersion:
+    """The columns of a version to write; `id` None means a new record."""
+
+    kind: str
+    text: str = ""
+    id: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class Records:
+    """Reads and writes of versioned records. Callers pass the connection.
+
+    Writes take the writer connection inside `Database.transaction()`; reads
+    take any connection plus a `View`.
+    """
+
+    # --- writes -----------------------------------------------------------
+
+    @staticmethod
+    def put(
+        conn: sqlite3.Connection,
+        kind: str,
+        text: str,
+        *,
+        branch: str = MAIN,
+        actor: str | None = None,
+        reason: str | None = "ADD",
+        record_id: str | None = None,
+        **values: Any,
+    ) -> dict[str, Any]:
+        """Write a record with exactly these values: a new id, or the next version of `record_id`.
+
+        Unlike `update`, nothing is carried over from an earlier version.
+        """
+        rid = record_id or new_id()
+        version = Records._next_version(conn, rid) if record_id else 1
+        return Records._insert(conn, rid, version, branch, "put", actor, reason, {"kind": kind, "text": text, **values})
+
+    @staticmethod
+    def update(
+        conn: sqlite3.Connection,
+        record_id: str,
+        *,
+        branch: str = MAIN,
+        actor: str | None = None,
+        reason: str | None = "UPDATE",
+        view: View | None = None,
+        **changes: Any,
+    ) -> dict[str, Any]:
+        """Write a new version of `record_id` on `branch`, carrying over unchanged columns."""
+        view = view or resolve_view(conn, branch)
+        current = Records.get(conn, record_id, view)
+        if current is None:
+            raise NotFound(f"memory {record_id} not found")
+        values = {k: current[k] for k in WRITABLE}
+        values["data"] = current["data"]
+        values["metadata"] = current["metadata"]
+        values.update(changes)
+        return Records._insert(
+            conn, record_id, Records._next_version(conn, record_id), branch, "put", actor, reason, values
+        )
+
+    @staticmethod
+    def delete(
+        conn: sqlite3.Connection,
+        record_id: str,
+        *,
+        branch: str = MAIN,
+        actor: str | None = None,
+        reason: str | None = "DELETE",
+        view: View | None = None,
+    ) -> dict[str, Any]:
+        """Write a tombstone: the record disappears from this branch from now on."""
+        view = view or resolve_view(conn, branch)
+        current = Records.get(conn, record_id, view)
+        if current is None:
+            raise NotFound(f"memory {record_id} not found")
+        values = {k: current[k] for k in WRITABLE}
+        values.update(text="", title=current["title"], data=current["data"], metadata=current["metadata"])
+        return Records._insert(
+            conn, record_id, Records._next_version(conn, record_id), branch, "delete", actor, reason, values
+        )
+
+    @staticmethod
+    def copy_version(
+        conn: sqlite3.Connection, source: dict[str, Any], *, branch: str, actor: str | None, reason: str
+    ) -> dict[str, Any]:
+        """Re-write an existing version (from another branch) as the next version on `branch`."""
+        values = {k: source[k] for k in WRITABLE}
+        return Records._insert(
+            conn, source["id"], Records._next_version(conn, source["id"]), branch, source["op"], actor, reason, values
+        )
+
+    @staticmethod
+    def _next_version(conn: sqlite3.Connection, record_id: str) -> int:
+        row = conn.execute("SELECT max(version) FROM records WHERE id = ?", (record_id,)).fetchone()
+        return int(row[0] or 0) + 1
+
+    @staticmethod
+    def _insert(
+        conn: sqlite3.Connection,
+        record_id: str,
+        version: int,
+        branch: str,
+        op: str,
+        actor: str | None,
+        reason: str | None,
+        values: dict[str, Any],
+    ) -> dict[str, Any]:
+        unknown = set(values) - set(WRITABLE)
+        if unknown:
+            raise TypeError(f"unknown record columns: {sorted(unknown)}")
+        now = time.time()
+        row = {k: values.get(k) for k in WRITABLE}
+        row["text"] = row["text"] or ""
+        row["project"] = row["project"] or ""
+        row["status"] = row["status"] or "active"
+        row["data"] = json.dumps(row["data"] or {}, ensure_ascii=False, default=str)
+        row["metadata"] = json.dumps(row["metadata"] or {}, ensure_ascii=False, default=str)
+        row["happened_at"] = float(row["happened_at"]) if row["happened_at"] is not None else now
+        columns = ["id", "version", "branch", "op", "actor", "reason", "created_at", "content_hash", *WRITABLE]
+        params = [record_id, version, branch, op, actor, reason, now, content_hash(row["text"])]
+        params += [row[k] for k in WRITABLE]
+        cursor = conn.execute(
+            f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", params
+        )
+        stored = conn.execute("SELECT * FROM records WHERE seq = ?", (cursor.lastrowid,)).fetchone()
+        return row_to_dict(stored)
+
+    # --- reads ------------------------------------------------------------
+
+    @staticmethod
+    def get(conn: sqlite3.Connection, record_id: str, view: View) -> dict[str, Any] | None:
+        """The visible version of `record_id`, or None if absent or deleted in this view."""
+        where, params = view.sql()
+        row = conn.execute(
+            f"SELECT * FROM records WHERE id = ? AND {where} ORDER BY seq DESC LIMIT 1",
+            [record_id, *params],
+        ).fetchone()
+        if row is None or row["op"] == "delete":
+            return None
+        return row_to_dict(row)
+
+    @staticmethod
+    def history(conn: sqlite3.Connection, record_id: str, view: View) -> list[dict[str, Any]]:
+        """Every version of `record_id` this view can see, oldest first (tombstones included)."""
+        where, params = view.sql()
+        rows = conn.execute(
+            f"SELECT * FROM records WHERE id = ? AND {where} ORDER BY seq", [record_id, *params]
+        ).fetchall()
+        return [row_to_dict(r) for r in rows]
+
+    @staticmethod
+    def visible_seqs(conn: sqlite3.Connection, seqs: Iterable[int], view: View) -> set[int]:
+        """Which of these row seqs are the visible, live version of their record in `view`."""
+        seqs = [int(s) for s in seqs]
+        if not seqs:
+            return set()
+        visible: set[int] = set()
+        where, params = view.sql("r")
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"""
+                SELECT c.seq AS candidate, c.branch AS branch,
+                       (SELECT r.seq FROM records r WHERE r.id = c.id AND {where}
+                        ORDER BY r.seq DESC LIMIT 1) AS head,
+                       (SELECT r.op FROM records r WHERE r.id = c.id AND {where}
+                        ORDER BY r.seq DESC LIMIT 1) AS head_op
+                FROM records c WHERE c.seq IN ({marks})
+                """,
+                [*params, *params, *chunk],
+            ).fetchall()
+            for row in rows:
+                if row["head"] == row["candidate"] and row["head_op"] == "put":
+                    visible.add(row["candidate"])
+        return visible
+
+    @staticmethod
+    def query(
+        conn: sqlite3.Connection,
+        view: View,
+        *,
+        filters: dict[str, Any] | None = None,
+        statuses: tuple[str, ...] | None = ("active",),
+        order: str = "seq DESC",
+        limit: int = 100,
+        offset: int = 0,
+        extra_where: str = "",
+        extra_params: list[Any] | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Visible records matching column filters (exact match; a list means IN).
+
+        Returns (page, total). Filters on columns that never change between
+        versions (kind, project, user/agent/run/session ids) are pushed into the
+        inner query so the per-id head lookup touches few rows.
+        """
+        if order not in QUERY_ORDERS:
+            raise RecordError(f"order must be one of {', '.join(QUERY_ORDERS)}")
+        where, params = view.sql("r")
+        conditions, cond_params = [], []
+        outer = ["r.op = 'put'"]
+        outer_params: list[Any] = []
+        for column, value in (filters or {}).items():
+            if column not in WRITABLE and column not in ("branch", "id"):
+                raise RecordError(f"cannot filter on {column!r}")
+            if value is None:
+                continue
+            # A column that can change between versions (status, type, fact_key,
+            # the branch a version was written on, ...) must be tested on the head
+            # only: tested inside, an older version would pass as the head.
+            target, target_params = (conditions, cond_params) if column in STABLE_COLUMNS else (outer, outer_params)
+            if isinstance(value, (list, tuple, set)):
+                values = list(value)
+                if not values:
+                    return [], 0
+                target.append(f"r.{column} IN ({','.join('?' * len(values))})")
+                target_params.extend(values)
+            else:
+                target.append(f"r.{column} = ?")
+                target_params.append(value)
+        inner_where = " AND ".join([where, *conditions]) if conditions else where
+        if statuses:
+            outer.append(f"r.status IN ({','.join('?' * len(statuses))})")
+            outer_params.extend(statuses)
+        if extra_where:
+            outer.append(f"({extra_where})")
+            outer_params.extend(extra_params or [])
+        base = f"""
+            FROM records r
+            JOIN (SELECT r.id AS id, max(r.seq) AS head FROM records r
+                  WHERE {inner_where} GROUP BY r.id) h ON r.seq = h.head
+            WHERE {' AND '.join(outer)}
+        """
+        base_params = [*params, *cond_params, *outer_params]
+        total = conn.execute(f"SELECT count(*) {base}", base_params).fetchone()[0]
+        rows = conn.execute(
+            f"SELECT r.* {base} ORDER BY r.{order} LIMIT ? OFFSET ?", [*base_params, limit, offset]
+        ).fetchall()
+        return [row_to_dict(r) for r in rows], int(total)
+
+    @staticmethod
+    def by_seqs(conn: sqlite3.Connection, seqs: Iterable[int]) -> dict[int, dict[str, Any]]:
+        seqs = [int(s) for s in seqs]
+        out: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            rows = conn.execute(
+                f"SELECT * FROM records WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
+            out.update({r["seq"]: row_to_dict(r) for r in rows})
+        return out
+
+    @staticmethod
+    def head_seq(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT max(seq) FROM records").fetchone()
+        return int(row[0] or 0)
