@@ -17,7 +17,7 @@ from pathlib import Path
 from aiohttp import web
 
 from memory_anchor import __version__, paths
-from memory_anchor.settings import load_settings
+from memory_anchor.settings import SettingsError, load_settings
 from worker import lifecycle
 from worker.api import context, events, health, memories, timeline
 from worker.api.middleware import auth_middleware, error_middleware
@@ -81,7 +81,12 @@ def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
     except lifecycle.AlreadyRunning as exc:
         print(f"memory-anchor: {exc}", flush=True)
         return 3
-    settings = load_settings(data_dir)
+    try:
+        settings = load_settings(data_dir)
+    except SettingsError as exc:
+        print(f"memory-anchor: {exc}", flush=True)
+        lock.close()
+        return 2
     setup_logging(paths.log_path(data_dir), settings.log_level)
     token = secrets.token_urlsafe(32)
     services = Services(data_dir, settings, token)

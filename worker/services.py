@@ -46,9 +46,9 @@ class Services:
 
     @cached_property
     def vectors(self):
-        from worker.vectors import VectorIndex
+        from worker.vectors import Vectors
 
-        return VectorIndex(paths.chroma_path(self.data_dir))
+        return Vectors(paths.chroma_path(self.data_dir))
 
     @cached_property
     def indexer(self):
@@ -81,7 +81,7 @@ class Services:
     def warm_up(self) -> None:
         """Load the embedding model and the vector index now rather than at the first search."""
         self.embedder.embed(["warm up"])
-        self.search  # noqa: B018 - builds the search service and its vector index
+        self.vectors.load()
 
     def llm_available(self) -> bool:
         try:

@@ -59,38 +59,39 @@ def build_environment(plugin_root: str, env_dir: str) -> None:
         )
 
 
-def stop_worker(data_dir: str, python: str) -> None:
-    """Stop whichever worker runs now (an older version), with its own CLI when possible."""
-    info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
-    if info is None or info.pid is None:
-        return
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
     try:
-        os.kill(info.pid, 0)
-    except OSError:
-        return
-    log(f"stopping the running worker (pid {info.pid}) to upgrade it")
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_worker(data_dir: str, python: str, pid: int) -> None:
+    """Stop a worker of another version, with the new version's CLI when possible."""
+    log(f"stopping the running worker (pid {pid}) to upgrade it")
     try:
-        _run([python, "-m", "memory_anchor.cli.main", "worker", "stop"], timeout=60)
+        _run([python, "-m", "memory_anchor.cli.main", "--data-dir", data_dir, "worker", "stop"], timeout=60)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         log(f"`worker stop` failed ({exc}); sending SIGTERM")
         import signal
 
         try:
-            os.kill(info.pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
     deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            os.kill(info.pid, 0)
-        except OSError:
-            return
+    while time.time() < deadline and _alive(pid):
         time.sleep(0.2)
 
 
 def remove_other_environments(data_dir: str, keep: str) -> None:
     root = paths.data_file(paths.ENVIRONMENT, data_dir)
-    for name in os.listdir(root):
+    for name in os.listdir(root) if os.path.isdir(root) else ():
         if name != keep:
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
@@ -129,7 +130,13 @@ def main(argv: list[str]) -> int:
         if os.path.exists(failed):
             os.remove(failed)
         log(f"environment ready in {time.time() - started:.1f} s")
-        stop_worker(data_dir, python)
+    running = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
+    if running is not None and _alive(running.pid):
+        if running.version == version:
+            log(f"worker {version} already running")
+            remove_other_environments(data_dir, keep=version)
+            return 0
+        stop_worker(data_dir, python, running.pid)
     launcher.start_worker(plugin_root, data_dir, throttle=False)
     log("worker started")
     remove_other_environments(data_dir, keep=version)

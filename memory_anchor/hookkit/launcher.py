@@ -107,7 +107,7 @@ def _touch(path: str) -> None:
 
 
 def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> bool:
-    """Start `memory-anchor worker run` in the background; False when it cannot run yet.
+    """Start `python -m worker run` in the background; False when it cannot run yet.
 
     The worker's own lock makes a second, racing start exit at once, so the
     throttle is about CPU (each start imports the whole stack), not correctness.
@@ -124,10 +124,11 @@ def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> b
     env.update(extra)
     env["MEMORY_ANCHOR_DATA_DIR"] = data_dir
     _spawn_detached(
-        [python, "-m", "memory_anchor.cli.main", "worker", "run"],
+        [python, "-m", "worker", "run", "--data-dir", data_dir],
         env,
         data_dir,
-        paths.data_file(os.path.join(paths.LOGS, "worker-launch.log"), data_dir),
+        # The worker logs to logs/worker.log itself; this catches what it prints before that.
+        paths.data_file(os.path.join(paths.LOGS, "worker.stderr.log"), data_dir),
     )
     return True
 
@@ -187,10 +188,14 @@ def ensure_worker(plugin_root: str, data_dir: str) -> str:
     return "waiting for the environment bootstrap"
 
 
-def upgrade_if_needed(plugin_root: str, data_dir: str) -> bool:
-    """After a plugin update, build the new version's environment (which restarts the worker)."""
-    if os.environ.get(PYTHON_ENV_VAR, "").strip():
+def upgrade_if_needed(plugin_root: str, data_dir: str, running: wire.WorkerInfo) -> bool:
+    """After a plugin update, build the new version's environment (which restarts the worker).
+
+    The running worker says its version in worker.json; a developer's worker
+    (`$MEMORY_ANCHOR_PYTHON`) is theirs to restart.
+    """
+    if os.environ.get(PYTHON_ENV_VAR, "").strip() or running.version is None:
         return False
-    if environment_ready(data_dir, plugin_version(plugin_root)):
+    if running.version == plugin_version(plugin_root):
         return False
     return start_bootstrap(plugin_root, data_dir)

@@ -153,7 +153,7 @@ def session_start(hook: Hook) -> None:
     from memory_anchor.projects import context_cache_path
 
     root = plugin_root()
-    if hook.worker_reachable and launcher.upgrade_if_needed(root, hook.data_dir):
+    if hook.worker_reachable and launcher.upgrade_if_needed(root, hook.data_dir, hook.info):
         log(hook.data_dir, hook.event, "plugin updated: building its environment in the background")
 
     project = hook.project()

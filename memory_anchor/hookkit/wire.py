@@ -18,13 +18,14 @@ _URL_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 class WorkerInfo:
     """Where the running worker listens and the bearer token it expects."""
 
-    __slots__ = ("host", "port", "token", "pid")
+    __slots__ = ("host", "port", "token", "pid", "version")
 
-    def __init__(self, host: str, port: int, token: str, pid: int | None = None):
+    def __init__(self, host: str, port: int, token: str, pid: int | None = None, version: str | None = None):
         self.host = host
         self.port = port
         self.token = token
         self.pid = pid
+        self.version = version
 
 
 def _quick_scalar(text: str, key: str):
@@ -55,18 +56,28 @@ def _quick_scalar(text: str, key: str):
 
 def parse_worker_info(text: str) -> WorkerInfo | None:
     """worker.json's content → WorkerInfo; None when it lacks a port or token."""
+    keys = ("port", "token", "host", "pid", "version")
     try:
-        port, token = _quick_scalar(text, "port"), _quick_scalar(text, "token")
-        host, pid = _quick_scalar(text, "host"), _quick_scalar(text, "pid")
+        port, token, host, pid, version = (_quick_scalar(text, key) for key in keys)
     except ValueError:
         import json
 
-        data = json.loads(text)
-        port, token, host, pid = data.get("port"), data.get("token"), data.get("host"), data.get("pid")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        port, token, host, pid, version = (data.get(key) for key in keys)
     if not isinstance(port, int) or not isinstance(token, str) or not token:
         return None
-    return WorkerInfo(host if isinstance(host, str) and host else "127.0.0.1", port, token,
-                      pid if isinstance(pid, int) else None)
+    return WorkerInfo(
+        host if isinstance(host, str) and host else "127.0.0.1",
+        port,
+        token,
+        pid if isinstance(pid, int) else None,
+        version if isinstance(version, str) else None,
+    )
 
 
 def read_worker_info(path: str) -> WorkerInfo | None:

@@ -69,7 +69,11 @@ class Finder:
             engine = self._search()
             if engine is None:
                 return []
-            search_filters = {k: v for k, v in filters.items() if k in ("kind", "layer", "project", "agent_id", "session_id", "type")}
+            search_filters = {
+                k: v for k, v in filters.items()
+                if k in ("kind", "layer", "project", "agent_id", "session_id", "type")
+                and not (isinstance(v, (list, tuple, set)) and None in v)  # post-filtered by _keep
+            }  # fmt: skip
             hits = engine.search(query, view, filters=search_filters, top_k=limit * 2, time_range=time_range)
         except Exception:  # a broken engine must not break recall; the next steps run
             log.warning("semantic search failed; falling back to keywords", exc_info=True)
@@ -85,8 +89,8 @@ class Finder:
             if value is None:
                 continue
             if isinstance(value, (list, tuple, set)):
-                values = list(value)
-                where.append(f"r.{column} IN ({','.join('?' * len(values))})")
+                clause, values = _in_clause(column, value)
+                where.append(clause)
                 params.extend(values)
             else:
                 where.append(f"r.{column} = ?")
@@ -115,8 +119,16 @@ class Finder:
 
     def recent(self, conn, view, *, filters, limit, statuses=("active",), time_range=(None, None)) -> list[dict[str, Any]]:
         extra, params = _time_where(time_range)
+        plain = {}
+        for column, value in filters.items():
+            if isinstance(value, (list, tuple, set)) and None in value:
+                clause, values = _in_clause(column, value)
+                extra = f"{extra} AND {clause}" if extra else clause
+                params.extend(values)
+            else:
+                plain[column] = value
         rows, _ = Records.query(
-            conn, view, filters=dict(filters), statuses=statuses, order="happened_at DESC",
+            conn, view, filters=plain, statuses=statuses, order="happened_at DESC",
             limit=limit, extra_where=extra, extra_params=params,
         )  # fmt: skip
         return rows
@@ -145,6 +157,17 @@ class Finder:
         if end is not None and (happened is None or happened >= end):
             return False
         return True
+
+
+def _in_clause(column: str, values) -> tuple[str, list[Any]]:
+    """`column IN (...)`, where a None in the list also matches NULL."""
+    present = [v for v in values if v is not None]
+    parts = []
+    if present:
+        parts.append(f"r.{column} IN ({','.join('?' * len(present))})")
+    if None in values:
+        parts.append(f"r.{column} IS NULL")
+    return "(" + " OR ".join(parts or ["0"]) + ")", present
 
 
 def _time_where(time_range) -> tuple[str, list[Any]]:

@@ -1,0 +1,1 @@
+"""MCP tools, one module per area; each registers its tools on `mcp_server.app.mcp` when imported."""

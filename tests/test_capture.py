@@ -1,0 +1,196 @@
+"""Capture: hook events in, observations out; nothing acknowledged is ever lost."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import threading
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import start_worker, tool_use_event
+
+
+def post_event(worker, payload, **headers):
+    return worker.request("POST", "/api/v1/events", payload, headers=headers or None)
+
+
+def session_events(session_id: str, cwd: str = "/tmp/capture-project") -> list[dict]:
+    base = {"session_id": session_id, "transcript_path": f"/tmp/{session_id}.jsonl", "cwd": cwd}
+    return [
+        {**base, "hook_event_name": "SessionStart", "source": "startup"},
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "run the unit tests for the parser", "permission_mode": "default"},
+        {**tool_use_event(session_id, 1, cwd=cwd, output="collected 12 items, 12 passed")},
+        {**base, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "All 12 parser tests pass."},
+        {**base, "hook_event_name": "SessionEnd", "reason": "other"},
+    ]
+
+
+def test_a_session_becomes_prompt_observation_and_summary(worker):
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    for event in session_events(sid):
+        status, body = post_event(worker, event)
+        assert status == 202 and body["status"] == "accepted"
+    worker.wait_idle()
+    observations = worker.get(f"/api/v1/observations?session_id={sid}")
+    assert observations["total"] == 1
+    obs = observations["results"][0]
+    assert obs["tool_use_id"] == f"toolu_{sid}_1"
+    assert obs["session_id"] == sid and obs["type"] and obs["title"]
+    assert obs["project"] == "/tmp/capture-project"
+    prompts = worker.get(f"/api/v1/prompts?session_id={sid}")["results"]
+    assert [p["memory"] for p in prompts] == ["run the unit tests for the parser"]
+    summaries = worker.get(f"/api/v1/summaries?session_id={sid}")["results"]
+    assert len(summaries) == 1 and summaries[0]["memory"]
+    session = worker.get(f"/api/v1/sessions/{sid}")
+    assert session["status"] == "ended" and session["end_reason"] == "other"
+    timeline = worker.get(f"/api/v1/timeline?session_id={sid}")["results"]
+    assert {r["kind"] for r in timeline} == {"prompt", "observation", "summary"}
+    seqs = [r["seq"] for r in timeline]
+    assert seqs == sorted(seqs, reverse=True), "timeline is newest first"
+
+
+def test_the_same_tool_use_is_processed_once(worker):
+    event = tool_use_event("dup-session", 7)
+    first = post_event(worker, event)[1]
+    second = post_event(worker, event)[1]
+    assert first["id"] == second["id"] and second["duplicate"] is True
+    # A spool replay of a prompt carries the hook's event id: also stored once.
+    prompt = {"session_id": "dup-session", "cwd": "/tmp/p", "hook_event_name": "UserPromptSubmit", "prompt": "hello there friend"}
+    event_id = str(uuid.uuid4())
+    assert post_event(worker, prompt, **{"X-Memory-Anchor-Event-Id": event_id})[1]["duplicate"] is False
+    assert post_event(worker, prompt, **{"X-Memory-Anchor-Event-Id": event_id})[1]["duplicate"] is True
+    worker.wait_idle()
+    assert worker.get("/api/v1/observations?session_id=dup-session")["total"] == 1
+    assert worker.get("/api/v1/prompts?session_id=dup-session")["total"] == 1
+
+
+def test_a_5mb_tool_output_is_truncated_not_rejected(worker):
+    big = "x" * (5 * 1024 * 1024)
+    event = tool_use_event("big-session", 1, output="HEAD-MARK " + big + " TAIL-MARK")
+    status, body = post_event(worker, event)
+    assert status == 202
+    worker.wait_idle()
+    conn = sqlite3.connect(worker.data_dir / "memory.sqlite3")
+    stored = conn.execute("SELECT payload FROM inbox WHERE id = ?", (body["id"],)).fetchone()[0]
+    assert len(stored) < 100_000, "the inbox must not hold the 5 MB output"
+    stdout = json.loads(stored)["tool_response"]["stdout"]
+    assert stdout.startswith("HEAD-MARK") and stdout.endswith("TAIL-MARK")
+    assert "truncated" in stdout
+    assert worker.get("/api/v1/observations?session_id=big-session")["total"] == 1
+
+
+def test_secrets_never_reach_storage(worker):
+    secret = "sk-ant-api03-" + "A1b2C3d4" * 10
+    event = tool_use_event("secret-session", 1, output=f"export ANTHROPIC_API_KEY={secret}\nok <private>my diary</private> done")
+    event["tool_input"]["command"] = f"curl -H 'Authorization: Bearer {secret}' https://user:hunter2pass@example.com"
+    post_event(worker, event)
+    prompt = {"session_id": "secret-session", "cwd": "/tmp/p", "hook_event_name": "UserPromptSubmit",
+              "prompt": f"use the key {secret} please"}  # fmt: skip
+    post_event(worker, prompt)
+    worker.wait_idle()
+    worker.stop()
+    raw = b""
+    for path in worker.data_dir.rglob("*"):
+        if path.is_file():
+            raw += path.read_bytes()
+    assert secret.encode() not in raw
+    assert b"hunter2pass" not in raw
+    assert b"my diary" not in raw
+
+
+@pytest.mark.parametrize(
+    "raw, code",
+    [
+        (b"{not json", "invalid_json"),
+        (b"[1, 2]", "invalid_json"),
+        (b"", "invalid_json"),
+        (json.dumps({"hook_event_name": "SomethingElse", "session_id": "x"}).encode(), "unknown_event"),
+        (json.dumps({"session_id": "x"}).encode(), "unknown_event"),
+        (json.dumps({"hook_event_name": "Stop", "session_id": 12}).encode(), "invalid_event"),
+    ],
+)
+def test_bad_events_get_clear_errors_and_lose_nothing(worker, raw, code):
+    kept = post_event(worker, tool_use_event("keep-me", 1))[1]
+    status, body = worker.request("POST", "/api/v1/events", raw=raw)
+    assert 400 <= status < 500
+    assert body["error"]["code"] == code and body["error"]["message"]
+    worker.wait_idle()
+    assert worker.get("/api/v1/observations?session_id=keep-me")["total"] == 1
+    assert kept["id"] >= 1
+
+
+def test_sigkill_mid_stream_loses_no_acknowledged_event(tmp_path):
+    data_dir = tmp_path / "data"
+    worker = start_worker(data_dir)
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def fire(client_no: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            event = tool_use_event(f"kill-{client_no}", n)
+            try:
+                status, _ = worker.request("POST", "/api/v1/events", event)
+            except OSError:
+                return  # the worker is gone: this event was never acknowledged
+            if status == 202:
+                with lock:
+                    acknowledged.append(event["tool_use_id"])
+
+    threads = [threading.Thread(target=fire, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    worker.process.send_signal(signal.SIGKILL)
+    worker.process.wait(10)
+    stop.set()
+    for t in threads:
+        t.join(10)
+    assert len(acknowledged) > 50, "the clients should have got many events in"
+
+    restarted = start_worker(data_dir)
+    try:
+        restarted.wait_idle(timeout=180)
+        stored: set[str] = set()
+        for client_no in range(4):
+            offset = 0
+            while True:
+                page = restarted.get(f"/api/v1/observations?session_id=kill-{client_no}&limit=1000&offset={offset}")
+                stored |= {r["tool_use_id"] for r in page["results"]}
+                offset += len(page["results"])
+                if not page["results"]:
+                    break
+        missing = set(acknowledged) - stored
+        assert not missing, f"{len(missing)} acknowledged events lost"
+    finally:
+        restarted.stop()
+
+
+def test_spooled_events_are_ingested_at_start_and_on_request(tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    spool = data_dir / "spool.jsonl"
+    lines = [
+        json.dumps({"id": str(uuid.uuid4()), "received_at": time.time(), "payload": tool_use_event("spooled", n)})
+        for n in range(5)
+    ]
+    spool.write_text("\n".join(lines) + "\n{torn line without end\n")
+    worker = start_worker(data_dir)
+    try:
+        worker.wait_idle()
+        assert worker.get("/api/v1/observations?session_id=spooled")["total"] == 5
+        assert not spool.exists()
+        assert "torn line" in (data_dir / "spool.rejected.jsonl").read_text(), "a torn line is kept, not dropped"
+        # A hook that spooled while the worker was running (e.g. it timed out).
+        spool.write_text(json.dumps({"id": "late", "payload": tool_use_event("spooled", 99)}) + "\n")
+        assert worker.post("/api/v1/spool/ingest", {})["ingested"] == 1
+        worker.wait_idle()
+        assert worker.get("/api/v1/observations?session_id=spooled")["total"] == 6
+    finally:
+        worker.stop()

@@ -1,0 +1,182 @@
+"""Embeds stored record versions and puts them in the vector store.
+
+Every `put` version with text lands in `pending_vectors` through a trigger, in
+the same transaction as the record, so nothing written is ever forgotten. The
+indexer drains that queue: embed a batch, store it in the vector store, then
+delete those seqs from the queue. A crash between the two steps only means the
+batch is embedded again on restart (vector writes are idempotent upserts).
+
+    indexer = Indexer(db, vectors, embedder)
+    indexer.start()              # background thread draining the queue
+    indexer.flush([seq, ...])    # index these now (the mem0 add API calls this before replying)
+    indexer.drain()              # index everything pending, in this thread
+    indexer.rebuild()            # `memory-anchor reindex`: drop all vectors, re-embed from SQLite
+    indexer.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from worker.embeddings import Embedder
+from worker.store.db import Database
+from worker.store.records import Records
+from worker.vectors import META_KEYS, VectorItem, Vectors
+
+log = logging.getLogger(__name__)
+
+# Kinds that are never searched, so never embedded (identity is always injected whole).
+NOT_EMBEDDED = frozenset({"identity"})
+
+
+def embedding_text(record: dict[str, Any]) -> str:
+    """What a record is embedded as: its text, led by its title when the text lacks it."""
+    text = record.get("text") or ""
+    title = (record.get("title") or "").strip()
+    if title and title.lower() not in text.lower():
+        return f"{title}\n{text}"
+    return text
+
+
+def vector_meta(record: dict[str, Any]) -> dict[str, Any]:
+    meta = {key: record.get(key) for key in META_KEYS}
+    meta["happened_at"] = record.get("happened_at")
+    return meta
+
+
+class Indexer:
+    def __init__(self, db: Database, vectors: Vectors, embedder: Embedder, *, batch_size: int = 64):
+        self.db = db
+        self.vectors = vectors
+        self.embedder = embedder
+        self.batch_size = batch_size
+        # One batch at a time: the background drain and a flush never embed the same seq twice.
+        self._work_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.indexed = 0  # versions embedded since start, for status pages
+
+    # --- background ----------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="indexer", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        """Something was written: drain soon."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                done = self.drain_once()
+            except Exception:  # keep the thread alive; the rows stay queued
+                log.exception("indexing failed; will retry")
+                done = 0
+            if done == 0:
+                self._wake.wait(timeout=1.0)
+                self._wake.clear()
+
+    # --- work ----------------------------------------------------------------
+
+    def pending_count(self) -> int:
+        return int(self.db.reader().execute("SELECT count(*) FROM pending_vectors").fetchone()[0])
+
+    def drain_once(self) -> int:
+        """Index one batch of the queue; returns how many versions it handled."""
+        seqs = [
+            row[0]
+            for row in self.db.reader().execute(
+                "SELECT seq FROM pending_vectors ORDER BY seq LIMIT ?", (self.batch_size,)
+            )
+        ]
+        return self._index(seqs)
+
+    def drain(self) -> int:
+        total = 0
+        while True:
+            done = self.drain_once()
+            if done == 0:
+                return total
+            total += done
+
+    def flush(self, seqs: Iterable[int]) -> int:
+        """Index these versions now if they are still queued; returns how many were."""
+        seqs = sorted({int(s) for s in seqs})
+        total = 0
+        for start in range(0, len(seqs), self.batch_size):
+            total += self._index(seqs[start : start + self.batch_size])
+        return total
+
+    def rebuild(self) -> int:
+        """Drop every vector and re-embed every stored version from SQLite."""
+        with self._work_lock:
+            self.vectors.reset()
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO pending_vectors(seq) "
+                    "SELECT seq FROM records WHERE op = 'put' AND text != ''"
+                )
+        return self.drain()
+
+    def _index(self, seqs: list[int]) -> int:
+        if not seqs:
+            return 0
+        with self._work_lock:
+            conn = self.db.reader()
+            marks = ",".join("?" * len(seqs))
+            # Re-check under the lock: another thread may have indexed them meanwhile.
+            queued = [r[0] for r in conn.execute(f"SELECT seq FROM pending_vectors WHERE seq IN ({marks})", seqs)]
+            if not queued:
+                return 0
+            records = Records.by_seqs(conn, queued)
+            wanted = [
+                records[s]
+                for s in queued
+                if s in records and records[s]["op"] == "put" and records[s]["kind"] not in NOT_EMBEDDED
+            ]
+            vectors = self._vectors_for(wanted)
+            items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
+            self.vectors.add(items)
+            with self.db.transaction() as wconn:
+                wconn.execute(f"DELETE FROM pending_vectors WHERE seq IN ({marks})", queued)
+            self.indexed += len(items)
+            return len(queued)
+
+    def _vectors_for(self, records: list[dict[str, Any]]) -> np.ndarray:
+        """Embeddings for these versions, reusing an earlier version's vector when the text is unchanged."""
+        out = np.zeros((len(records), self.embedder.dimension), dtype=np.float32)
+        to_embed: list[int] = []
+        conn = self.db.reader()
+        for n, record in enumerate(records):
+            previous = None
+            if record.get("version", 1) > 1:
+                row = conn.execute(
+                    "SELECT seq FROM records WHERE id = ? AND seq < ? AND content_hash = ? AND op = 'put' "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (record["id"], record["seq"], record["content_hash"]),
+                ).fetchone()
+                previous = self.vectors.index.vector(row[0]) if row is not None else None
+            if previous is not None and embedding_text(record) == record["text"]:
+                out[n] = previous
+            else:
+                to_embed.append(n)
+        if to_embed:
+            out[to_embed] = self.embedder.embed([embedding_text(records[n]) for n in to_embed])
+        return out

@@ -1,0 +1,361 @@
+"""Fact extraction and fact management, mem0 style.
+
+Material (observations, a session summary, a PreCompact transcript, mem0
+messages) goes through two steps:
+
+1. *extract*: with Claude, a small model proposes standalone facts with a
+   confidence; without a key, the local path takes the observations whose type
+   maps to the fact layer (decision, bugfix, refactor, feature) as facts;
+2. *decide*: each candidate is compared with the most similar existing facts and
+   gets an action: ADD, UPDATE (a new version supersedes the old), DELETE
+   (invalidate) or NONE. With Claude the model decides; locally, a near-duplicate
+   (similarity >= 0.85) is NONE and anything else ADD.
+
+Nothing the model says is trusted blindly: every reply is validated with
+pydantic, an existing fact is named to the model by a small number (never its
+id), a decision naming an unknown number falls back to the local rule, and a
+malformed reply writes nothing it cannot justify. UPDATE and DELETE then go
+through the conflict rules (`conflicts.settle`): what they cannot settle becomes
+an open conflict with both versions kept. Every write is versioned with actor
+and reason, so history(id) tells the whole story.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from memory_anchor.schemas.memory_model import (
+    FACT_PENDING,
+    DecisionReply,
+    ExtractionOutcome,
+    ExtractionReply,
+    FactDecision,
+    FactIn,
+)
+from memory_anchor.schemas.observations import TYPE_TO_LAYER
+from worker.memory.common import DEFAULT_AGENT, agent_actor, now, text_similarity
+from worker.memory.conflicts import ConflictService, settle
+from worker.memory.facts import FactStore
+from worker.store.db import Database
+from worker.store.records import MAIN, Records, resolve_view
+
+log = logging.getLogger(__name__)
+
+NEAR_DUPLICATE = 0.85
+LOCAL_CONFIDENCE = 0.9  # a decision/bugfix/refactor observation states what was done
+MAX_MATERIAL_CHARS = 24_000
+SIMILAR_PER_CANDIDATE = 5
+
+EXTRACT_SYSTEM = """You extract durable facts about a software project from an AI coding session.
+A fact is a standalone statement that stays true beyond this session: a decision and its reason,
+the cause and fix of a bug, a convention, a configuration, a dependency, a preference of the user.
+Do not extract: guesses, feelings, transient state ("tests are running"), secrets, or anything
+already phrased as a question. Give each fact a confidence between 0 and 1: 0.9 or more only when
+the material states it plainly; 0.7-0.9 when it is inferred; below 0.7 when uncertain.
+`subject` names what the fact is about in two to five words (e.g. "vector database").
+Reply with JSON only: {"facts": [{"text": str, "confidence": number, "subject": str, "category":
+"decision"|"bugfix"|"convention"|"configuration"|"preference"|"other"}]}"""
+
+DECIDE_SYSTEM = """You manage the fact memory of a software project. For each candidate fact you see
+the most similar existing facts, each with a number. Decide one event per candidate:
+- "ADD": it is new information;
+- "UPDATE": it replaces or refines existing fact `target` (give the merged text in `text`);
+- "DELETE": it shows that existing fact `target` is no longer true;
+- "NONE": it is already known (same meaning as an existing fact).
+Reply with JSON only: {"decisions": [{"candidate": int, "event": "ADD"|"UPDATE"|"DELETE"|"NONE",
+"target": int|null, "text": str|null, "reason": str}]}"""
+
+
+@dataclass
+class Material:
+    """What to extract from, and where the facts go."""
+
+    source: str  # observation | summary | transcript | messages
+    text: str = ""
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    project: str = ""
+    agent_id: str | None = None
+    session_id: str | None = None
+    branch: str = MAIN
+    source_id: str | None = None
+    observed_at: float | None = None
+
+
+@dataclass
+class Candidate:
+    text: str
+    confidence: float
+    subject: str | None = None
+    category: str | None = None
+    similar: list[dict[str, Any]] = field(default_factory=list)
+    decision: FactDecision | None = None
+    decided_by: str = "local"
+    numbered: dict[int, dict[str, Any]] = field(default_factory=dict)  # the model's numbers → existing facts
+
+
+class FactExtractor:
+    def __init__(self, db: Database, facts: FactStore, conflicts: ConflictService, llm=None, redact=None, policy=None):
+        self.db = db
+        self.facts = facts
+        self.conflicts = conflicts
+        self.llm = llm  # a callable returning the Claude client (built lazily), or None
+        self._redact = redact or (lambda text: text)
+        self.policy = policy  # AgentPolicy: read-only agents' writes become proposals
+
+    # --- entry point -----------------------------------------------------------------
+
+    def extract(self, material: Material) -> ExtractionOutcome:
+        client = self._client()
+        if client is not None:
+            outcome = self._with_claude(client, material)
+            if outcome is not None:
+                return outcome
+            errors = ["the model's extraction reply was unusable; used the local path"]
+        else:
+            errors = []
+        candidates = self._local_candidates(material)
+        for candidate in candidates:
+            candidate.similar = self._similar(candidate.text, material)
+            candidate.decision = self._local_decision(0, candidate)
+        outcome = self._apply(material, candidates, mode="local")
+        outcome.errors = errors + outcome.errors
+        return outcome
+
+    # --- Claude ----------------------------------------------------------------------------
+
+    def _client(self):
+        try:
+            client = self.llm() if callable(self.llm) else self.llm
+            return client if client is not None and bool(getattr(client, "available", False)) else None
+        except Exception:
+            log.warning("the Claude client is not usable; extracting locally", exc_info=True)
+            return None
+
+    def _with_claude(self, client, material: Material) -> ExtractionOutcome | None:
+        """None when the extraction reply is unusable (the caller goes local)."""
+        prompt = self._material_prompt(material)
+        if not prompt.strip():
+            return ExtractionOutcome(mode="claude")
+        reply = self._ask(client, EXTRACT_SYSTEM, prompt, ExtractionReply)
+        if reply is None:
+            return None
+        candidates = [Candidate(f.text.strip(), f.confidence, f.subject, f.category) for f in reply.facts if f.text.strip()]
+        numbered: list[dict[str, Any]] = []  # existing facts as the model sees them: index = number
+        for candidate in candidates:
+            candidate.similar = self._similar(candidate.text, material)
+            for fact in candidate.similar:
+                if all(n["id"] != fact["id"] for n in numbered):
+                    numbered.append(fact)
+        errors: list[str] = []
+        if numbered:
+            decisions = self._ask(client, DECIDE_SYSTEM, self._decision_prompt(candidates, numbered), DecisionReply)
+            if decisions is None:
+                errors.append("the model's decision reply was unusable; decided locally")
+            for index, candidate in enumerate(candidates):
+                candidate.numbered = dict(enumerate(numbered))
+                candidate.decision = self._checked(decisions, index, candidate, numbered)
+                candidate.decided_by = "claude" if candidate.decision is not None else "local"
+                if candidate.decision is None:
+                    candidate.decision = self._local_decision(index, candidate)
+        else:
+            for index, candidate in enumerate(candidates):
+                candidate.decision = FactDecision(candidate=index, event="ADD", reason="no similar fact")
+                candidate.decided_by = "claude"
+        outcome = self._apply(material, candidates, mode="claude")
+        outcome.errors = errors + outcome.errors
+        return outcome
+
+    def _ask(self, client, system: str, prompt: str, model):
+        try:
+            raw = client.complete_json(system, prompt, max_tokens=1500)
+        except Exception as exc:
+            log.warning("Claude call for fact extraction failed: %s", exc)
+            return None
+        if isinstance(raw, (str, bytes)):
+            try:
+                raw = json.loads(raw)
+            except (TypeError, ValueError):
+                log.warning("Claude replied with something that is not JSON")
+                return None
+        if isinstance(raw, list) and model is ExtractionReply:
+            raw = {"facts": raw}
+        if isinstance(raw, list) and model is DecisionReply:
+            raw = {"decisions": raw}
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            log.warning("Claude's reply does not match %s: %s", model.__name__, exc.errors()[:3])
+            return None
+
+    @staticmethod
+    def _checked(reply: DecisionReply | None, index: int, candidate: Candidate, numbered: list[dict[str, Any]]):
+        """The model's decision for a candidate if it is coherent, else None."""
+        if reply is None:
+            return None
+        mine = [d for d in reply.decisions if d.candidate == index]
+        if len(mine) != 1:
+            return None
+        decision = mine[0]
+        if decision.event in ("UPDATE", "DELETE"):
+            if decision.target is None or not 0 <= decision.target < len(numbered):
+                return None
+            target_id = numbered[decision.target]["id"]
+            if all(s["id"] != target_id for s in candidate.similar):
+                return None  # the model may only touch facts it was shown for this candidate
+        return decision
+
+    def _material_prompt(self, material: Material) -> str:
+        parts = []
+        for obs in material.observations:
+            parts.append(f"- [{_obs_type(obs)}] {_obs_summary(obs)}")
+            for extra in (_obs_data(obs).get("facts") or [])[:5]:
+                parts.append(f"    fact: {extra}")
+        body = "\n".join(parts)
+        if material.text:
+            body = (body + "\n\n" if body else "") + material.text
+        body = self._redact(body)
+        if len(body) > MAX_MATERIAL_CHARS:  # keep the end: the latest part of a transcript matters most
+            body = "[...]\n" + body[-MAX_MATERIAL_CHARS:]
+        return f"Source: {material.source}\n\n{body}" if body.strip() else ""
+
+    @staticmethod
+    def _decision_prompt(candidates: list[Candidate], numbered: list[dict[str, Any]]) -> str:
+        lines = ["Existing facts:"]
+        lines += [f"{i}. {fact['text']}" for i, fact in enumerate(numbered)]
+        lines.append("\nCandidates:")
+        for index, candidate in enumerate(candidates):
+            similar = [str(i) for i, f in enumerate(numbered) if any(s["id"] == f["id"] for s in candidate.similar)]
+            lines.append(f"{index}. {candidate.text} (similar existing: {', '.join(similar) or 'none'})")
+        return "\n".join(lines)
+
+    # --- local -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _local_candidates(material: Material) -> list[Candidate]:
+        out = []
+        for obs in material.observations:
+            kind = _obs_type(obs)
+            if TYPE_TO_LAYER.get(kind) != "verified_fact":
+                continue
+            text = _obs_summary(obs)
+            if text:
+                confidence = float(_obs_data(obs).get("confidence") or LOCAL_CONFIDENCE)
+                out.append(Candidate(text, confidence, None, kind))
+        return out
+
+    @staticmethod
+    def _local_decision(index: int, candidate: Candidate) -> FactDecision:
+        best = max(candidate.similar, key=lambda f: f["similarity"], default=None)
+        if best is not None and best["similarity"] >= NEAR_DUPLICATE:
+            return FactDecision(candidate=index, event="NONE", reason=f"near-duplicate of {best['id']} ({best['similarity']:.2f})")
+        return FactDecision(candidate=index, event="ADD", reason="new")
+
+    def _similar(self, text: str, material: Material) -> list[dict[str, Any]]:
+        conn = self.db.reader()
+        try:
+            view = resolve_view(conn, material.branch)
+            return self.facts.similar(text, view, project=material.project, limit=SIMILAR_PER_CANDIDATE, conn=conn)
+        except Exception:
+            log.warning("similar-fact lookup failed", exc_info=True)
+            return []
+
+    # --- applying decisions ----------------------------------------------------------------------
+
+    def _apply(self, material: Material, candidates: list[Candidate], *, mode: str) -> ExtractionOutcome:
+        outcome = ExtractionOutcome(mode=mode)  # type: ignore[arg-type]
+        if not candidates:
+            return outcome
+        agent_id = material.agent_id or DEFAULT_AGENT
+        actor = agent_actor(agent_id)
+        observed_at = material.observed_at or now()
+        read_only = bool(self.policy and self.policy.is_read_only(agent_id))
+        with self.db.transaction() as conn:
+            for candidate in candidates:
+                try:
+                    result = self._apply_one(conn, material, candidate, actor, agent_id, observed_at, read_only)
+                except Exception as exc:  # one bad candidate must not lose the others
+                    log.exception("applying a fact decision failed")
+                    outcome.errors.append(f"{candidate.text[:60]!r}: {exc}")
+                    continue
+                if result.get("event") == "REJECTED":
+                    outcome.rejected += 1
+                outcome.results.append(result)
+        return outcome
+
+    def _apply_one(self, conn, material, candidate: Candidate, actor, agent_id, observed_at, read_only) -> dict[str, Any]:
+        decision = candidate.decision or FactDecision(candidate=0, event="ADD")
+        target = None
+        if decision.target is not None and decision.event in ("UPDATE", "DELETE"):
+            target = candidate.numbered.get(decision.target)
+        if decision.event == "NONE" and candidate.similar:
+            target = max(candidate.similar, key=lambda f: f["similarity"])
+        reason = f"{decision.event} ({candidate.decided_by}): {decision.reason or ''}".strip()
+        if read_only and decision.event != "NONE":
+            return self.policy.propose(conn, "fact_decision", {
+                "text": candidate.text, "confidence": candidate.confidence, "subject": candidate.subject,
+                "category": candidate.category, "event": decision.event, "target_id": target["id"] if target else None,
+                "new_text": decision.text, "project": material.project, "branch": material.branch,
+                "source_id": material.source_id, "reason": reason,
+            }, agent_id=agent_id, project=material.project, branch=material.branch, session_id=material.session_id)  # fmt: skip
+        return self.apply_decision(
+            conn, event=decision.event, text=candidate.text, confidence=candidate.confidence, subject=candidate.subject,
+            category=candidate.category, target=target, new_text=decision.text, project=material.project,
+            branch=material.branch, agent_id=agent_id, actor=actor, session_id=material.session_id,
+            source_id=material.source_id, source=material.source, observed_at=observed_at, reason=reason,
+        )  # fmt: skip
+
+    def apply_decision(self, conn, *, event: str, text: str, confidence: float, subject: str | None, category: str | None,
+                       target: dict[str, Any] | None, new_text: str | None, project: str, branch: str, agent_id: str,
+                       actor: str, session_id: str | None, source_id: str | None, source: str, observed_at: float,
+                       reason: str) -> dict[str, Any]:  # fmt: skip
+        """Carry out one ADD/UPDATE/DELETE/NONE under the confidence and conflict rules."""
+        if event == "NONE":
+            return {"id": target["id"] if target else None, "memory": text, "event": "NONE"}
+        if event == "ADD" or target is None:
+            stored = self.facts.add(
+                FactIn(text=text, confidence=confidence, subject=subject, category=category, project=project,
+                       agent_id=agent_id, session_id=session_id, source="ai", source_id=source_id, branch=branch),
+                actor=actor, conn=conn, reason=reason if event == "ADD" else f"ADD (no valid target): {reason}",
+            )  # fmt: skip
+            if stored["status"] == "rejected":
+                return {"id": None, "memory": text, "event": "REJECTED", "status": "rejected"}
+            return {"id": stored["record"]["id"], "memory": text, "event": "ADD", "status": stored["status"]}
+        # UPDATE / DELETE of an existing fact
+        current = Records.get(conn, target["id"], resolve_view(conn, branch))
+        if current is None or current["status"] != "active":
+            return {"id": target["id"], "memory": text, "event": "NONE", "status": "target gone"}
+        if confidence < FACT_PENDING:
+            self.facts.log_rejection(conn, text, confidence, project=project, agent_id=agent_id, source=source,
+                                     reason=f"{event} of {current['id']} with confidence {confidence:.2f}")  # fmt: skip
+            return {"id": current["id"], "memory": text, "event": "REJECTED", "status": "rejected"}
+        why_not = settle(current, confidence=confidence, observed_at=observed_at, actor=actor)
+        if why_not is not None:
+            opened = self.conflicts.open(conn, current, new_text or text, confidence=confidence, reason=f"{event}: {why_not}",
+                                         actor=actor, agent_id=agent_id, branch=branch, source_id=source_id)  # fmt: skip
+            return {"id": current["id"], "memory": text, "event": "CONFLICT", "conflict_id": opened["conflict_id"],
+                    "candidate_id": opened["candidate"]["id"], "status": "disputed"}  # fmt: skip
+        if event == "UPDATE":
+            record = self.facts.supersede(conn, current["id"], new_text or text, confidence=confidence, actor=actor,
+                                          reason=reason, branch=branch, source_id=source_id)  # fmt: skip
+            return {"id": record["id"], "memory": record["text"], "event": "UPDATE", "previous_memory": current["text"], "status": "active"}
+        self.facts.invalidate(conn, current["id"], actor=actor, reason=reason, branch=branch)
+        return {"id": current["id"], "memory": current["text"], "event": "DELETE", "status": "invalidated"}
+
+
+def _obs_data(obs: dict[str, Any]) -> dict[str, Any]:
+    data = obs.get("data")
+    return data if isinstance(data, dict) else obs
+
+
+def _obs_type(obs: dict[str, Any]) -> str:
+    return str(obs.get("type") or _obs_data(obs).get("type") or "note")
+
+
+def _obs_summary(obs: dict[str, Any]) -> str:
+    data = _obs_data(obs)
+    return str(data.get("summary") or obs.get("summary") or obs.get("title") or data.get("title") or obs.get("text") or "").strip()

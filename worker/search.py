@@ -1,0 +1,559 @@
+"""Hybrid retrieval: dense (MiniLM) and lexical (FTS5 BM25) candidates, fused, scoped, boosted.
+
+    service = SearchService(db, vectors, embedder)
+    hits = service.search(
+        "what did we decide about the cache?",
+        view,                                   # records.resolve_view(conn, branch, as_of)
+        filters={"project": "/repo", "user_id": "alice", "kind": ["fact", "observation"],
+                 "metadata": {"topic": "perf"}},
+        top_k=10,
+        threshold=None,                          # minimum `score` (0..1), None = no minimum
+        mode="hybrid",                           # or "vector" | "keyword"
+        time_range=(after, before),              # epoch seconds or ISO 8601 on happened_at; either may be None
+        fallback=True,                           # False: no "most recent" hits when nothing matches
+    )
+    # -> [record dict (as Records.get returns) + "score" (0..1, higher is better) + "match" (how found)]
+
+Filters (all optional, exact match, a list means "any of"): project, user_id,
+agent_id, run_id, session_id, kind, layer, status (default "active"), and
+metadata keys, given either under "metadata" or as any other top-level key
+(mem0 style: `{"user_id": "u", "topic": "x"}`). Omitting `project` searches
+every project. Identity records (kind "identity") are never returned.
+
+How a search runs:
+1. The query is read for dates ("in May 2023", "last week", "yesterday"):
+   records that happened in that window get a boost (not a hard filter: the
+   question may be asked later about something said earlier).
+2. Candidates: the nearest vectors within the scope (in-memory index, see
+   vectors.py) and the best BM25 matches of the shaped keyword query (stop words
+   and over-frequent words dropped, so FTS5 stays fast at 100k rows).
+3. Only the version each record has in `view` survives (branch visibility and
+   as_of), then status and metadata filters.
+4. Scores are fused (weighted, each list normalised), then lifted by neighbour
+   context, recency, confidence and date match; the result is scaled to 0..1.
+5. Fallback chain so that a search of non-empty memory answers: semantic (and
+   keyword) → keyword only → most recent records in scope. Fallback hits score 0.
+   A `threshold` is applied last and can leave the result empty: a caller who
+   asks for a minimum score gets only hits above it (the fallback hits too
+   score below any positive threshold).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+import numpy as np
+
+from worker.embeddings import Embedder
+from worker.store.db import Database
+from worker.store.records import RecordError, Records, View, parse_time, row_to_dict
+from worker.vectors import VectorFilter, Vectors
+
+MODES = ("hybrid", "vector", "keyword")
+NEVER_SEARCHED_KINDS = ("identity",)
+COLUMN_FILTERS = ("project", "user_id", "agent_id", "run_id", "session_id", "kind", "layer", "type", "status")
+# Filters the vector index can apply itself; the rest are checked in SQLite.
+INDEX_FILTERS = {
+    "user_id": "user_ids",
+    "agent_id": "agent_ids",
+    "run_id": "run_ids",
+    "session_id": "session_ids",
+    "kind": "kinds",
+    "layer": "layers",
+}
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t don didn doesn isn wasn aren
+    weren won shouldn couldn wouldn also ever any anything something things thing get got go going
+    went like likely really us let lets kind sort etc""".split()
+)
+
+
+@dataclass
+class Tuning:
+    """The knobs of ranking; defaults were tuned on LoCoMo dev (see team/retrieval-notes.md)."""
+
+    dense_weight: float = 0.6
+    keyword_weight: float = 0.4
+    candidates: int = 60  # per list, at least (top_k * 4 if larger)
+    neighbour_weight: float = 0.0  # share of the best adjacent record's relevance added
+    recency_weight: float = 0.02  # at most this much for the newest record in the results
+    confidence_weight: float = 0.05
+    date_weight: float = 0.1
+    max_df_ratio: float = 0.2  # drop keyword terms found in more than this share of documents
+
+
+@dataclass
+class _Candidate:
+    seq: int
+    dense: float = 0.0
+    keyword: float = 0.0
+    found_by: str = ""
+
+
+class SearchError(RecordError):
+    pass
+
+
+class SearchService:
+    def __init__(self, db: Database, vectors: Vectors | None, embedder: Embedder | None, *, tuning: Tuning | None = None):
+        self.db = db
+        self.vectors = vectors
+        self.embedder = embedder
+        self.tuning = tuning or Tuning()
+        self._df_cache: OrderedDict[str, tuple[float, int]] = OrderedDict()
+        self._df_lock = threading.Lock()
+        self._doc_count: tuple[float, int] = (0.0, 0)
+        self._vocab_ready: set[int] = set()
+
+    # --- the one public entry point -------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        view: View,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        threshold: float | None = None,
+        mode: str = "hybrid",
+        time_range: tuple[Any, Any] | None = None,
+        fallback: bool = True,
+        now: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Records matching `query` in `view`, best first; see the module docstring."""
+        if mode not in MODES:
+            raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1 or top_k > 1000:
+            raise SearchError("top_k must be an integer between 1 and 1000")
+        if threshold is not None and not isinstance(threshold, (int, float)):
+            raise SearchError("threshold must be a number")
+        query = (query or "").strip()
+        scope = _Scope.from_filters(filters or {}, time_range)
+        now = time.time() if now is None else now
+        conn = self.db.reader()
+        wanted = max(self.tuning.candidates, top_k * 4)
+
+        hits: list[dict[str, Any]] = []
+        if query:
+            date_window = parse_query_dates(query, now)
+            candidates: dict[int, _Candidate] = {}
+            if mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None:
+                for seq, score in self._dense(query, view, scope, wanted):
+                    candidates.setdefault(seq, _Candidate(seq)).dense = score
+            if mode in ("hybrid", "keyword"):
+                for seq, score in self._keyword(conn, query, view, scope, wanted):
+                    candidates.setdefault(seq, _Candidate(seq)).keyword = score
+            hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode)
+            if not hits and mode == "vector":
+                # Nothing embedded in scope yet (e.g. still indexing): try the words.
+                lexical = {s: _Candidate(s, keyword=v) for s, v in self._keyword(conn, query, view, scope, wanted)}
+                hits = self._rank(conn, lexical, view, scope, date_window, now, top_k, "keyword")
+        if not hits and fallback:
+            hits = self._most_recent(conn, view, scope, top_k)
+        if threshold is not None:
+            hits = [h for h in hits if h["score"] >= threshold]
+        return hits[:top_k]
+
+    # --- candidates --------------------------------------------------------------------
+
+    def _dense(self, query: str, view: View, scope: "_Scope", k: int) -> list[tuple[int, float]]:
+        vector = self.embedder.embed_one(query)
+        if scope.metadata:
+            k *= 10  # metadata is checked afterwards, in SQLite; look deeper
+        return self.vectors.search(vector, k, scope.vector_filter(view))
+
+    def _keyword(self, conn, query: str, view: View, scope: "_Scope", k: int) -> list[tuple[int, float]]:
+        match = self.keyword_query(conn, query)
+        if not match:
+            return []
+        where, params = view.sql("r")
+        conditions, cond_params = scope.sql("r")
+        sql = f"""
+            SELECT f.rowid AS seq, bm25(records_fts, 1.0, 0.5) AS rank
+            FROM records_fts f JOIN records r ON r.seq = f.rowid
+            WHERE records_fts MATCH ? AND {where} {conditions}
+            ORDER BY rank LIMIT ?
+        """
+        try:
+            rows = conn.execute(sql, [match, *params, *cond_params, k]).fetchall()
+        except Exception:  # a malformed MATCH must not break search; we fall back instead
+            return []
+        # bm25() is lower-is-better and unbounded; flip the sign.
+        return [(int(r["seq"]), -float(r["rank"])) for r in rows]
+
+    def keyword_query(self, conn, query: str) -> str:
+        """The FTS5 MATCH expression for `query`: informative words OR-ed, each quoted."""
+        words = []
+        for word in re.findall(r"[\w']+", query.lower()):
+            word = word.strip("'")
+            if word.endswith("'s"):
+                word = word[:-2]
+            if len(word) < 2 or word in STOP_WORDS or word in words:
+                continue
+            words.append(word)
+        if not words:
+            return ""
+        # Very frequent words match most rows: they make FTS5 slow and add nothing to ranking.
+        total = self._total_docs(conn)
+        if total > 1000:
+            informative = [w for w in words if self._doc_freq(conn, w) <= self.tuning.max_df_ratio * total]
+            words = informative or sorted(words, key=lambda w: self._doc_freq(conn, w))[:1]
+        return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+
+    def _ensure_vocab(self, conn) -> None:
+        if id(conn) in self._vocab_ready:
+            return
+        # A temp fts5vocab table (per connection) gives document frequencies per term.
+        conn.execute("PRAGMA query_only=OFF")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, row)")
+        finally:
+            if conn is not self.db._writer:
+                conn.execute("PRAGMA query_only=ON")
+        self._vocab_ready.add(id(conn))
+
+    def _total_docs(self, conn) -> int:
+        stamp, count = self._doc_count
+        if time.monotonic() - stamp > 30:
+            count = int(conn.execute("SELECT count(*) FROM records_fts_docsize").fetchone()[0])
+            self._doc_count = (time.monotonic(), count)
+        return count
+
+    def _doc_freq(self, conn, word: str) -> int:
+        with self._df_lock:
+            cached = self._df_cache.get(word)
+            if cached and time.monotonic() - cached[0] < 60:
+                return cached[1]
+        self._ensure_vocab(conn)
+        # The index holds stemmed terms; stem with FTS5 itself so we agree with it.
+        term = _porter_stem(word)
+        row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
+        freq = int(row[0]) if row else 0
+        with self._df_lock:
+            self._df_cache[word] = (time.monotonic(), freq)
+            if len(self._df_cache) > 10_000:
+                self._df_cache.popitem(last=False)
+        return freq
+
+    # --- ranking -----------------------------------------------------------------------
+
+    def _rank(
+        self,
+        conn,
+        candidates: dict[int, _Candidate],
+        view: View,
+        scope: "_Scope",
+        date_window: tuple[float, float] | None,
+        now: float,
+        top_k: int,
+        mode: str,
+    ) -> list[dict[str, Any]]:
+        if not candidates:
+            return []
+        visible = Records.visible_seqs(conn, candidates.keys(), view)
+        rows = Records.by_seqs(conn, visible)
+        records = {seq: r for seq, r in rows.items() if scope.accepts(r)}
+        if not records:
+            return []
+        tuning = self.tuning
+        dense = _normalise({s: candidates[s].dense for s in records if candidates[s].dense})
+        keyword = _normalise({s: candidates[s].keyword for s in records if candidates[s].keyword})
+        if mode == "vector":
+            weights = (1.0, 0.0)
+        elif mode == "keyword":
+            weights = (0.0, 1.0)
+        else:
+            weights = (tuning.dense_weight, tuning.keyword_weight)
+        relevance = {s: weights[0] * dense.get(s, 0.0) + weights[1] * keyword.get(s, 0.0) for s in records}
+        newest = max(r["happened_at"] for r in records.values())
+        oldest = min(r["happened_at"] for r in records.values())
+        span = max(newest - oldest, 1.0)
+        scored = []
+        for seq, record in records.items():
+            score = relevance[seq]
+            score += tuning.recency_weight * (record["happened_at"] - oldest) / span
+            if record.get("confidence") is not None:
+                score += tuning.confidence_weight * (float(record["confidence"]) - 0.5)
+            if date_window and date_window[0] <= record["happened_at"] <= date_window[1]:
+                score += tuning.date_weight
+            found = "+".join(name for name, table in (("vector", dense), ("keyword", keyword)) if seq in table)
+            scored.append((score, seq, found))
+        scored.sort(key=lambda item: (-item[0], -item[1]))
+        top = scored[0][0] if scored else 1.0
+        hits = []
+        for score, seq, found in scored[:top_k]:
+            record = dict(records[seq])
+            # Absolute meaning for thresholds: relevance of the best list score, not rank-relative.
+            raw = candidates[seq].dense if mode != "keyword" and candidates[seq].dense else None
+            record["score"] = round(_clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5), 4)
+            record["match"] = found
+            hits.append(record)
+        return hits
+
+    def _most_recent(self, conn, view: View, scope: "_Scope", top_k: int) -> list[dict[str, Any]]:
+        conditions, params = scope.sql("r")
+        rows, _ = Records.query(
+            conn,
+            view,
+            statuses=scope.statuses,
+            order="happened_at DESC",
+            limit=top_k * 4 + 20,
+            extra_where="1=1 " + conditions,
+            extra_params=params,
+        )
+        out = []
+        for record in rows:
+            if scope.accepts(record):
+                record["score"] = 0.0
+                record["match"] = "recent"
+                out.append(record)
+            if len(out) >= top_k:
+                break
+        return out
+
+
+# --- scope ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    columns: dict[str, tuple[str, ...]]
+    statuses: tuple[str, ...]
+    metadata: dict[str, Any]
+    after: float | None
+    before: float | None
+
+    @classmethod
+    def from_filters(cls, filters: dict[str, Any], time_range: tuple[Any, Any] | None) -> "_Scope":
+        if not isinstance(filters, dict):
+            raise SearchError("filters must be an object")
+        columns: dict[str, tuple[str, ...]] = {}
+        metadata: dict[str, Any] = {}
+        statuses: tuple[str, ...] = ("active",)
+        for key, value in filters.items():
+            if value is None:
+                continue
+            if key == "metadata":
+                if not isinstance(value, dict):
+                    raise SearchError("filters.metadata must be an object")
+                metadata.update(value)
+            elif key in ("kinds", "layers"):
+                columns[key[:-1]] = _as_tuple(value)
+            elif key == "status":
+                statuses = _as_tuple(value)
+            elif key in COLUMN_FILTERS:
+                columns[key] = _as_tuple(value)
+            elif key in ("branch", "as_of", "id", "seq"):
+                raise SearchError(f"filter {key!r} is not a search filter: pass it as the view / a lookup")
+            else:
+                metadata[key] = value
+        after = before = None
+        if time_range:
+            if len(time_range) != 2:
+                raise SearchError("time_range must be (after, before)")
+            try:
+                after = parse_time(time_range[0]) if time_range[0] not in (None, "") else None
+                before = parse_time(time_range[1]) if time_range[1] not in (None, "") else None
+            except ValueError as exc:
+                raise SearchError(f"bad time_range: {exc}")
+        kinds = columns.get("kind")
+        if kinds is not None:
+            columns["kind"] = tuple(k for k in kinds if k not in NEVER_SEARCHED_KINDS)
+        return cls(columns, statuses, metadata, after, before)
+
+    def vector_filter(self, view: View) -> VectorFilter:
+        args: dict[str, Any] = {
+            "chain": view.chain,
+            "exclude_kinds": NEVER_SEARCHED_KINDS,
+            "happened_after": self.after,
+            "happened_before": self.before,
+        }
+        if "project" in self.columns:
+            args["projects"] = self.columns["project"]
+        for column, name in INDEX_FILTERS.items():
+            if column in self.columns:
+                args[name] = self.columns[column]
+        return VectorFilter(**args)
+
+    def sql(self, alias: str) -> tuple[str, list[Any]]:
+        """' AND ...' conditions for SQL over `records` (column filters, time, never identity)."""
+        parts = [f"{alias}.kind NOT IN ({','.join('?' * len(NEVER_SEARCHED_KINDS))})", f"{alias}.op = 'put'"]
+        params: list[Any] = list(NEVER_SEARCHED_KINDS)
+        for column, values in self.columns.items():
+            if not values:
+                parts.append("0")
+                continue
+            parts.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+        if self.after is not None:
+            parts.append(f"{alias}.happened_at >= ?")
+            params.append(self.after)
+        if self.before is not None:
+            parts.append(f"{alias}.happened_at <= ?")
+            params.append(self.before)
+        for key, want in self.metadata.items():
+            path = '$."' + str(key).replace('"', "") + '"'
+            values = list(want) if isinstance(want, (list, tuple)) else [want]
+            if not values:
+                parts.append("0")
+                continue
+            parts.append(f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})")
+            params.extend([path, *values])
+        return "AND " + " AND ".join(parts), params
+
+    def accepts(self, record: dict[str, Any]) -> bool:
+        if record["kind"] in NEVER_SEARCHED_KINDS or record["op"] != "put":
+            return False
+        if self.statuses and record["status"] not in self.statuses:
+            return False
+        for column, values in self.columns.items():
+            if record.get(column) not in values:
+                return False
+        if self.after is not None and record["happened_at"] < self.after:
+            return False
+        if self.before is not None and record["happened_at"] > self.before:
+            return False
+        meta = record.get("metadata") or {}
+        for key, want in self.metadata.items():
+            have = meta.get(key)
+            if isinstance(want, (list, tuple)):
+                if have not in want:
+                    return False
+            elif have != want and str(have) != str(want):
+                return False
+        return True
+
+
+def _as_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple, set)):
+        return tuple(str(v) for v in value)
+    return (str(value),)
+
+
+# --- scoring helpers ----------------------------------------------------------------
+
+
+def _normalise(scores: dict[int, float]) -> dict[int, float]:
+    """Min-max to 0..1 within one candidate list (the best gets 1)."""
+    if not scores:
+        return {}
+    high = max(scores.values())
+    low = min(scores.values())
+    if high - low < 1e-9:
+        return {s: 1.0 for s in scores}
+    return {s: (v - low) / (high - low) for s, v in scores.items()}
+
+
+def _clip01(value: float) -> float:
+    return 0.0 if value < 0 else 1.0 if value > 1 else value
+
+
+_STEM_CONN = None
+_STEM_LOCK = threading.Lock()
+_STEM_CACHE: dict[str, str] = {}
+
+
+def _porter_stem(word: str) -> str:
+    """Stem like FTS5's porter tokenizer, by asking an in-memory FTS5 table."""
+    cached = _STEM_CACHE.get(word)
+    if cached is not None:
+        return cached
+    import sqlite3
+
+    global _STEM_CONN
+    with _STEM_LOCK:
+        if _STEM_CONN is None:
+            _STEM_CONN = sqlite3.connect(":memory:", check_same_thread=False)
+            _STEM_CONN.execute("CREATE VIRTUAL TABLE s USING fts5(t, tokenize='porter unicode61 remove_diacritics 2')")
+            _STEM_CONN.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, row)")
+        _STEM_CONN.execute("DELETE FROM s")
+        _STEM_CONN.execute("INSERT INTO s(t) VALUES (?)", (word,))
+        row = _STEM_CONN.execute("SELECT term FROM sv LIMIT 1").fetchone()
+    stem = row[0] if row else word
+    if len(_STEM_CACHE) < 50_000:
+        _STEM_CACHE[word] = stem
+    return stem
+
+
+# --- dates in queries ---------------------------------------------------------------
+
+MONTHS = {
+    name: n
+    for n, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+         ("november", "nov"), ("december", "dec")],
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+_MONTH_RE = "|".join(sorted(MONTHS, key=len, reverse=True))
+
+
+def parse_query_dates(query: str, now: float) -> tuple[float, float] | None:
+    """The time window a query talks about, if any: (start, end) epoch seconds, UTC."""
+    text = query.lower()
+    today = datetime.fromtimestamp(now, tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def window(start: datetime, end: datetime) -> tuple[float, float]:
+        return start.timestamp(), end.timestamp()
+
+    m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text)
+    if m:
+        try:
+            day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc)
+            return window(day, day + timedelta(days=1))
+        except ValueError:
+            pass
+    m = re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_RE})\.?,?\s+(\d{{4}})\b", text) or re.search(
+        rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", text
+    )
+    if m:
+        groups = m.groups()
+        day_s, month_s = (groups[0], groups[1]) if groups[0].isdigit() else (groups[1], groups[0])
+        try:
+            day = datetime(int(groups[2]), MONTHS[month_s], int(day_s), tzinfo=timezone.utc)
+            return window(day, day + timedelta(days=1))
+        except ValueError:
+            pass
+    m = re.search(rf"\b({_MONTH_RE})\.?,?\s+(?:of\s+)?(\d{{4}})\b", text)
+    if m:
+        month, year = MONTHS[m[1]], int(m[2])
+        start = datetime(year, month, 1, tzinfo=timezone.utc)
+        end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+        return window(start, end)
+    if re.search(r"\byesterday\b", text):
+        return window(today - timedelta(days=1), today)
+    if re.search(r"\btoday\b", text):
+        return window(today, today + timedelta(days=1))
+    if re.search(r"\blast week\b", text):
+        return window(today - timedelta(days=today.weekday() + 7), today - timedelta(days=today.weekday()))
+    if re.search(r"\bthis week\b", text):
+        return window(today - timedelta(days=today.weekday()), today + timedelta(days=1))
+    if re.search(r"\blast month\b", text):
+        first = today.replace(day=1)
+        return window((first - timedelta(days=1)).replace(day=1), first)
+    m = re.search(r"\b(?:past|last)\s+(\d{1,3})\s+(day|week|month)s?\b", text)
+    if m:
+        days = int(m[1]) * {"day": 1, "week": 7, "month": 30}[m[2]]
+        return window(today - timedelta(days=days), today + timedelta(days=1))
+    m = re.search(r"\bin\s+(\d{4})\b", text)
+    if m and 1900 < int(m[1]) < 2200:
+        year = int(m[1])
+        return window(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
+    return None
