@@ -9,7 +9,7 @@ Adding an area (e.g. issue 4's memory model, issue 5's branches):
   1. write `mcp_server/tools/<area>.py`:
          from mcp_server.app import mcp
          from mcp_server.worker_gateway import call
-         @mcp.tool()
+         @mcp.tool(structured_output=False)  # text for the model; drop for JSON results
          def my_tool(arg: str) -> str:
              \"\"\"When the model should use it (the docstring is its description).\"\"\"
              return call("GET", "/api/v1/...", arg=arg)
@@ -21,6 +21,8 @@ from __future__ import annotations
 from mcp_server.app import mcp
 from mcp_server.tools import memories  # noqa: F401  seed 004 §3.1: memory_write_*, memory_search, memory_timeline
 from mcp_server.tools import search  # noqa: F401  progressive disclosure: search, timeline, get_observations
+from mcp_server.tools import branches  # noqa: F401  issue 5: memory_branch_*, memory_snapshot*, memory_time_travel
+from mcp_server.tools import memory_model  # noqa: F401  issue 4: seed 002 §6 memory model tools
 
 
 def main() -> None:

@@ -47,9 +47,19 @@ def project_scope(project: str | None) -> str | None:
     return project or current_project()
 
 
+# Set by `memory_branch_switch` (tools/branches.py): this server serves one
+# Claude Code session, so a switch holds for the rest of its tool calls.
+_switched_branch: str | None = None
+
+
+def set_session_branch(branch: str | None) -> None:
+    global _switched_branch
+    _switched_branch = branch
+
+
 def branch_scope(branch: str | None) -> str | None:
-    """The memory branch to read/write: the argument, else the session's (MEMORY_ANCHOR_BRANCH)."""
-    return branch or os.environ.get("MEMORY_ANCHOR_BRANCH") or None
+    """The memory branch to read/write: the argument, else a switch, else the session's (MEMORY_ANCHOR_BRANCH)."""
+    return branch or _switched_branch or os.environ.get("MEMORY_ANCHOR_BRANCH") or None
 
 
 def session_id() -> str | None:

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from memory_anchor import paths
 
@@ -58,10 +58,41 @@ class WorkerClient:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        with self._open(method, path, data, params=params, headers=headers) as response:
+            raw = self._read(response.read)
+        return json.loads(raw) if raw else None
+
+    def download(self, path: str, out: BinaryIO, *, chunk_size: int = 1 << 16, **params: Any) -> int:
+        """Stream a (large) response body into `out`; returns the bytes written."""
+        written = 0
+        with self._open("GET", path, None, params=params, timeout=max(self.timeout, 600.0)) as response:
+            while chunk := self._read(response.read, chunk_size):
+                out.write(chunk)
+                written += len(chunk)
+        return written
+
+    def upload(self, path: str, source: BinaryIO, size: int, *, content_type: str, **params: Any) -> Any:
+        """POST a (large) file as the raw body without reading it into memory; the JSON reply."""
+        headers = {"Content-Type": content_type, "Content-Length": str(size)}
+        with self._open("POST", path, source, params=params, headers=headers, timeout=max(self.timeout, 600.0)) as response:
+            raw = self._read(response.read)
+        return json.loads(raw) if raw else None
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        data: Any,
+        *,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ):
+        """The open HTTP response, or WorkerError with the worker's own error message."""
         info = self.info()
         query = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
         url = f"{info.url}{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method=method)
         request.add_header("Authorization", f"Bearer {info.token}")
         if data is not None:
@@ -72,8 +103,7 @@ class WorkerClient:
         for key, value in (headers or {}).items():
             request.add_header(key, value)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
+            return urllib.request.urlopen(request, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             try:
@@ -84,7 +114,13 @@ class WorkerClient:
         except (urllib.error.URLError, OSError) as exc:
             self._info = None
             raise WorkerError(f"cannot reach the worker at {info.url}: {exc}") from None
-        return json.loads(raw) if raw else None
+
+    def _read(self, read, *args: Any) -> bytes:
+        try:
+            return read(*args)
+        except OSError as exc:
+            self._info = None
+            raise WorkerError(f"the connection to the worker broke: {exc}") from None
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=params)

@@ -19,7 +19,8 @@ from aiohttp import web
 from memory_anchor import __version__, paths
 from memory_anchor.settings import SettingsError, load_settings
 from worker import lifecycle
-from worker.api import context, events, health, memories, timeline
+from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
+from worker.api import memory_model
 from worker.api.middleware import auth_middleware, error_middleware
 from worker.logs import setup_logging
 from worker.services import Services
@@ -33,14 +34,23 @@ ROUTE_TABLES = [
     health.routes,
     events.routes,
     memories.routes,
+    branches.routes,
     timeline.routes,
     context.routes,
+    portability.routes,
+    admin.routes,
+    viewer.routes,
+    memory_model.routes,
 ]
 
 
 def create_app(services: Services, *, start_pipeline: bool = True) -> web.Application:
     app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES)
     app["services"] = services
+    from worker import context as context_builder
+    from worker.memory.context_sections import install as install_memory_sections
+
+    install_memory_sections(context_builder.SECTIONS)  # identity first, then facts, events, conflicts, approvals
     for table in ROUTE_TABLES:
         app.add_routes(table)
     if start_pipeline:
@@ -55,15 +65,28 @@ async def _pipeline_ctx(app: web.Application):
     pipeline = Pipeline(services)
     services.pipeline = pipeline
     app["pipeline"] = pipeline
+    pipeline.after_event.append(services.memory.on_pipeline_event)  # fact extraction, session end (issue 4)
+    maintenance = asyncio.create_task(_memory_maintenance(services), name="memory-maintenance")
     task = asyncio.create_task(pipeline.run(), name="pipeline")
     warm = asyncio.create_task(_warm_up(services), name="warm-up")
     yield
     pipeline.stop()
     warm.cancel()
+    maintenance.cancel()
     try:
         await asyncio.wait_for(task, timeout=10)
     except (asyncio.TimeoutError, asyncio.CancelledError):
         task.cancel()
+
+
+async def _memory_maintenance(services: Services, every_seconds: float = 3600.0) -> None:
+    """The memory model's periodic job: archive expired events, purge old identity removals."""
+    while True:
+        try:
+            await services.run(services.memory.maintain)
+        except Exception:
+            log.exception("memory maintenance failed; will retry")
+        await asyncio.sleep(every_seconds)
 
 
 async def _warm_up(services: Services) -> None:

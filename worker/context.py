@@ -78,7 +78,9 @@ def _one_line(text: str, limit: int) -> str:
 
 
 # Ordered: identity and branch sections are inserted before these by their modules.
-SECTIONS: list[SectionBuilder] = [recent_summaries, recent_observations]
+from worker.branching.context import branch_section  # noqa: E402 (issue 5: active branches)
+
+SECTIONS: list[SectionBuilder] = [branch_section, recent_summaries, recent_observations]
 
 FIRST_RUN_NOTE = (
     "Memory Anchor is active for this project but has no memories yet. "

@@ -164,7 +164,6 @@ class ClaudeClient:
                     max_tokens=max_tokens,
                     system=system,
                     messages=[{"role": "user", "content": prompt}],
-                    temperature=0.0,
                 )
                 break
             except anthropic.APIStatusError as exc:

@@ -45,7 +45,7 @@ CHUNK_BYTES = 256 * 1024
 BYTES_KEY = "$bytes"
 
 
-class ImportError_(RecordError):
+class ExportFileError(RecordError):
     """An export file that cannot be imported; says which line and why."""
 
     def __init__(self, message: str, *, line: int | None = None, code: str = "invalid_export", status: int = 400):
@@ -85,11 +85,11 @@ def _encode(value: Any) -> Any:
 def _decode(value: Any, line: int, column: str) -> Any:
     if isinstance(value, dict):
         if set(value) != {BYTES_KEY} or not isinstance(value[BYTES_KEY], str):
-            raise ImportError_(f"column {column!r}: an object value must be {{\"$bytes\": base64}}", line=line)
+            raise ExportFileError(f"column {column!r}: an object value must be {{\"$bytes\": base64}}", line=line)
         try:
             return base64.b64decode(value[BYTES_KEY], validate=True)
         except ValueError:
-            raise ImportError_(f"column {column!r}: invalid base64", line=line)
+            raise ExportFileError(f"column {column!r}: invalid base64", line=line)
     return value
 
 
@@ -218,31 +218,31 @@ class Importer:
                 imported = {t: 0 for t in header.tables}
                 continue
             if end is not None:
-                raise ImportError_("nothing may follow the end line", line=number)
+                raise ExportFileError("nothing may follow the end line", line=number)
             if kind == "end":
                 end = self._validated(ExportEnd, line, number)
                 continue
             if kind != "row":
-                raise ImportError_(f"expected a row or the end line, got type {kind!r}", line=number)
+                raise ExportFileError(f"expected a row or the end line, got type {kind!r}", line=number)
             row = self._validated(ExportRow, line, number)
             if row.table not in imported:
-                raise ImportError_(f"table {row.table!r} is not listed in the header", line=number)
+                raise ExportFileError(f"table {row.table!r} is not listed in the header", line=number)
             unknown = set(row.row) - columns[row.table]
             if unknown:
-                raise ImportError_(f"table {row.table!r} has no column(s) {sorted(unknown)}", line=number)
+                raise ExportFileError(f"table {row.table!r} has no column(s) {sorted(unknown)}", line=number)
             if row.table == "records":
                 self._check_record(row.row, number)
             self._insert(conn, row.table, row.row, number)
             imported[row.table] += 1
         if header is None:
-            raise ImportError_("the file is empty: expected an export header on line 1")
+            raise ExportFileError("the file is empty: expected an export header on line 1")
         if end is None:
-            raise ImportError_(f"the file ends at line {number} without its end line: it is truncated")
+            raise ExportFileError(f"the file ends at line {number} without its end line: it is truncated")
         if end.rows != sum(imported.values()):
-            raise ImportError_(f"the end line counts {end.rows} rows but the file has {sum(imported.values())}")
+            raise ExportFileError(f"the end line counts {end.rows} rows but the file has {sum(imported.values())}")
         for table, expected in header.tables.items():
             if imported[table] != expected:
-                raise ImportError_(f"the header lists {expected} rows of {table!r} but the file has {imported[table]}")
+                raise ExportFileError(f"the header lists {expected} rows of {table!r} but the file has {imported[table]}")
         return imported
 
     @staticmethod
@@ -250,9 +250,9 @@ class Importer:
         try:
             line = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ImportError_(f"not valid JSON ({exc})", line=number)
+            raise ExportFileError(f"not valid JSON ({exc})", line=number)
         if not isinstance(line, dict):
-            raise ImportError_("each line must be a JSON object", line=number)
+            raise ExportFileError("each line must be a JSON object", line=number)
         return line
 
     @staticmethod
@@ -263,22 +263,22 @@ class Importer:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {e['msg']}" for e in exc.errors()[:3]
             )
-            raise ImportError_(problems, line=number)
+            raise ExportFileError(problems, line=number)
 
     def _header(self, conn: sqlite3.Connection, line: dict[str, Any], number: int, tables: list[str]) -> ExportHeader:
         if line.get("type") != "header" or line.get("format") != "memory-anchor-export":
-            raise ImportError_("not a Memory Anchor export: the first line must be its header", line=number)
+            raise ExportFileError("not a Memory Anchor export: the first line must be its header", line=number)
         header = self._validated(ExportHeader, line, number)
         missing = sorted(set(header.migrations) - set(_migrations(conn)))
         if missing:
-            raise ImportError_(
+            raise ExportFileError(
                 f"the export comes from a newer schema (migrations {', '.join(missing)} are unknown here); "
                 "upgrade memory-anchor first",
                 code="incompatible_export",
             )
         unknown = sorted(set(header.tables) - set(tables))
         if unknown:
-            raise ImportError_(f"the export has tables this worker does not import: {', '.join(unknown)}", line=number)
+            raise ExportFileError(f"the export has tables this worker does not import: {', '.join(unknown)}", line=number)
         return header
 
     @staticmethod
@@ -290,7 +290,7 @@ class Importer:
             except json.JSONDecodeError:
                 value = None
             if not isinstance(value, dict):
-                raise ImportError_(f"records.{column} must be the text of a JSON object", line=number)
+                raise ExportFileError(f"records.{column} must be the text of a JSON object", line=number)
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any], number: int) -> None:
@@ -300,7 +300,7 @@ class Importer:
         try:
             conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" * len(names))})', values)
         except sqlite3.Error as exc:
-            raise ImportError_(f"cannot insert into {table}: {exc}", line=number)
+            raise ExportFileError(f"cannot insert into {table}: {exc}", line=number)
 
     @staticmethod
     def _check_integrity(conn: sqlite3.Connection) -> None:
@@ -308,13 +308,13 @@ class Importer:
         broken = conn.execute("PRAGMA foreign_key_check").fetchall()
         if broken:
             table, rowid, parent = broken[0][0], broken[0][1], broken[0][2]
-            raise ImportError_(
+            raise ExportFileError(
                 f"{len(broken)} row(s) refer to missing rows, e.g. {table} rowid {rowid} → {parent}"
             )
         if conn.execute("SELECT 1 FROM branches WHERE name = ?", (MAIN,)).fetchone() is None:
-            raise ImportError_("the export has no 'main' branch")
+            raise ExportFileError("the export has no 'main' branch")
         orphans = conn.execute(
             "SELECT DISTINCT branch FROM records WHERE branch NOT IN (SELECT name FROM branches) LIMIT 3"
         ).fetchall()
         if orphans:
-            raise ImportError_(f"records are on unknown branch(es): {', '.join(r[0] for r in orphans)}")
+            raise ExportFileError(f"records are on unknown branch(es): {', '.join(r[0] for r in orphans)}")

@@ -114,7 +114,7 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
     # scheme://user:password@host
     (
         "url_password",
-        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://[^\s:/@\"'<>]{1,100}:)([^\s@/\"'<>]{1,200})(@)"),
+        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://[^\s:/@\"'<>\[\]]{1,100}:)([^\s@/\"'<>\[\]]{1,200})(@)"),
         _keep_group(2, "url_password"),
     ),
     # Authorization: Bearer xyz / "authorization": "Basic ..." / -H 'Authorization: token abc'
@@ -122,7 +122,7 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
         "authorization",
         re.compile(
             r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)"
-            r"([A-Za-z0-9._~+/=:$-]{6,})"
+            r"(?!(?:bearer|basic|token|digest)\b)([A-Za-z0-9._~+/=:$-]{6,})"
         ),
         _keep_group(2, "authorization"),
     ),
@@ -161,11 +161,12 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
         ),
         _keep_group(2, "secret_assignment"),
     ),
-    # Config line with a bare value: `password: hunter2`, `db.password=hunter2`
+    # Config line with a bare value: `password: hunter2`, `db.password=hunter2`;
+    # not code (`password = form.get(name)`) nor templates (`token: ${TOKEN}`).
     (
         "secret_assignment",
         re.compile(
-            r"(?im)(^[ \t]*[\w.-]{0,40}" + _SECRET_WORDS + r"[ \t]*[:=][ \t]*)([^\s\"'#]{4,})[ \t]*$"
+            r"(?im)(^[ \t]*[\w.-]{0,40}" + _SECRET_WORDS + r"[ \t]*[:=][ \t]*)([^\s\"'#(){}\[\]$<>]{4,})[ \t]*$"
         ),
         _keep_group(2, "secret_assignment"),
     ),

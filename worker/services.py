@@ -69,6 +69,18 @@ class Services:
         return ClaudeClient(self.settings, self.db)
 
     @cached_property
+    def memory(self):
+        """The memory model (issue 4): layers, approvals, conflicts, relations, fact extraction."""
+        from worker.memory import MemoryModel
+
+        return MemoryModel.for_services(self)
+
+    @property
+    def facts(self):
+        """Fact management for the mem0 API's `infer: true` path (add_from_messages)."""
+        return self.memory
+
+    @cached_property
     def distiller(self):
         from worker.compress import Distiller
 

@@ -52,18 +52,10 @@ class Sessions:
         return session
 
     def choose_branch(self, conn, event: InboxEvent) -> str:
-        """The branch a new session writes to: the hook's header, else the default."""
-        from worker.store.records import validate_branch_name
+        """The branch a session writes to: switch > env header > fork auto-branch > default (worker.branching.sessions)."""
+        from worker.branching.sessions import branch_for_session
 
-        branch = event.branch or self.services.settings.default_branch
-        validate_branch_name(branch)
-        if conn.execute("SELECT 1 FROM branches WHERE name = ?", (branch,)).fetchone() is None:
-            conn.execute(
-                "INSERT INTO branches(name, parent, fork_seq, created_at, created_by, description) "
-                "VALUES (?, 'main', (SELECT coalesce(max(seq), 0) FROM records), ?, ?, ?)",
-                (branch, time.time(), event.agent_id or "hook", f"created for session {event.session_id}"),
-            )
-        return branch
+        return branch_for_session(conn, event.session_id, event.payload, event.branch, self.services.settings)
 
     def end(self, conn, event: InboxEvent) -> None:
         reason = event.payload.get("reason")

@@ -26,7 +26,7 @@ class TimeRange(BaseModel):
     before: str | None = Field(None, description="ISO 8601 date/time")
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def memory_write_fact(
     fact_text: Annotated[str, Field(min_length=1, max_length=5000, description="One standalone statement")],
     category: Annotated[str | None, Field(description="e.g. architecture, convention, dependency")] = None,
@@ -55,7 +55,7 @@ def memory_write_fact(
     return f"fact {answer.get('id', '')} {status}".strip()
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def memory_write_observation(
     observation_type: ObservationKind,
     summary: Annotated[str, Field(min_length=1, max_length=2000, description="What happened / was found")],
@@ -84,7 +84,7 @@ def memory_write_observation(
     return f"observation {answer.get('id', '')} stored".strip()
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def memory_search(
     query: Annotated[str, Field(min_length=1)],
     search_type: SearchMode = "hybrid",
@@ -110,7 +110,7 @@ def memory_search(
     return "\n".join(render.text_line(hit) for hit in hits)
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def memory_timeline(
     session_id: str | None = None,
     branch: str | None = None,

@@ -46,7 +46,7 @@ def _search(
     return [render.record(hit) for hit in answer.get("results", [])]
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def search(
     query: Annotated[str, Field(min_length=1, description="What you are looking for, in plain words")],
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
@@ -83,7 +83,7 @@ def search(
     )
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def timeline(
     anchor_id: Annotated[str | None, Field(description="A record id from search (the window's centre)")] = None,
     query: Annotated[str | None, Field(description="Or: search for the anchor with this query")] = None,
@@ -119,7 +119,7 @@ def timeline(
     return f"Timeline around {anchor_id} (oldest first):\n" + "\n".join(lines)
 
 
-@mcp.tool()
+@mcp.tool(structured_output=False)  # plain text: compact for the model
 def get_observations(
     ids: Annotated[list[str], Field(min_length=1, max_length=50, description="Record ids from search/timeline")],
     branch: str | None = None,

@@ -7,6 +7,7 @@ import importlib
 from pathlib import Path
 
 BENCHES = {
+    "branches": "search p50/p95 on a branch 3 levels deep and at an as_of point, next to main",
     "spine": "hook wall time, capture rate, search and context latency, worker RSS",
 }
 
@@ -21,6 +22,12 @@ def register(sub) -> None:
     spine.add_argument("--clients", type=int, default=8, help="concurrent clients posting events")
     spine.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
     spine.set_defaults(handler=_runner("spine"))
+
+    branches = which.add_parser("branches", help=BENCHES["branches"])
+    branches.add_argument("--memories", type=int, action="append", help="memories stored (repeatable; default 10000 and 100000)")
+    branches.add_argument("--queries", type=int, default=200, help="searches per measured view")
+    branches.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
+    branches.set_defaults(handler=_runner("branches"))
 
 
 def _runner(name: str):

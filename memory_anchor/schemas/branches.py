@@ -243,3 +243,20 @@ class TimeTravelOut(BaseModel):
     seq: int = Field(description="The sequence number as_of resolved to")
     branch: str
     results: list[dict[str, Any]]
+
+
+# --- the Claude merge judge's replies ---------------------------------------------
+
+
+class JudgeReply(BaseModel):
+    """What the merge judge answers for one conflict."""
+
+    keep: Literal["source", "target", "both"]
+    reason: str = ""
+    merged_text: str | None = Field(None, description="With keep=both: one fact stating both, if they combine")
+
+
+class ConsolidationReply(BaseModel):
+    """What the judge answers when squashing several facts about one subject."""
+
+    text: str = Field(min_length=1)

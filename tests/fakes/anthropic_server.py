@@ -205,7 +205,7 @@ class FakeAnthropicServer:
         chunk_chars: int = 24,
     ):
         self.responder = responder
-        self.default = Reply.from_obj(default)
+        self.default: Any = Reply.from_obj(default)
         self.api_key = api_key  # when set, other keys get 401
         self.log_file = Path(log_file) if log_file else None
         self.chunk_chars = chunk_chars
@@ -280,7 +280,7 @@ class FakeAnthropicServer:
             answer = self.responder(body)
             if answer is not None:
                 return Reply.from_obj(answer)
-        return self.default
+        return Reply.from_obj(self.default)  # a test may set a str/dict as well as a Reply
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:

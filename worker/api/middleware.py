@@ -13,7 +13,9 @@ from worker.store.records import RecordError
 
 log = logging.getLogger(__name__)
 
-PUBLIC_PATHS = {"/api/health"}
+# "/" is the web viewer's page: it checks its own `?token=` and holds no data;
+# /static/ holds its assets. The data it shows come from authenticated /api calls.
+PUBLIC_PATHS = {"/api/health", "/"}
 TOKEN_COOKIE = "memory_anchor_token"
 
 

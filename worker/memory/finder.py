@@ -74,7 +74,7 @@ class Finder:
                 if k in ("kind", "layer", "project", "agent_id", "session_id", "type")
                 and not (isinstance(v, (list, tuple, set)) and None in v)  # post-filtered by _keep
             }  # fmt: skip
-            hits = engine.search(query, view, filters=search_filters, top_k=limit * 2, time_range=time_range)
+            hits = engine.search(query, view, filters=search_filters, top_k=limit * 2, time_range=time_range, fallback=False)
         except Exception:  # a broken engine must not break recall; the next steps run
             log.warning("semantic search failed; falling back to keywords", exc_info=True)
             return []

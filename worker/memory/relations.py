@@ -40,7 +40,11 @@ class RelationStore:
         view = resolve_view(conn, branch)
         subject, rel, obj = entity_key(relation.subject), relation_key(relation.relation), entity_key(relation.object)
         key = f"{subject}|{rel}|{obj}"
-        valid_from = to_epoch(relation.valid_from, "valid_from") if relation.valid_from is not None else now()
+        existing, _ = Records.query(conn, view, filters={"kind": "relation", "fact_key": key, "project": relation.project}, limit=1)
+        if relation.valid_from is not None:
+            valid_from = to_epoch(relation.valid_from, "valid_from")
+        else:  # re-stating a known relation keeps the time it became true
+            valid_from = float(existing[0]["data"].get("valid_from") or now()) if existing else now()
         values = dict(
             text=f"{relation.subject} {rel.replace('_', ' ')} {relation.object}", layer=None, status="active",
             project=relation.project, agent_id=agent_id, type=rel, title=rel, confidence=relation.confidence,
@@ -48,7 +52,6 @@ class RelationStore:
             data={"subject": relation.subject, "relation": rel, "object": relation.object, "subject_key": subject,
                   "object_key": obj, "properties": relation.properties, "valid_from": valid_from, "valid_to": None},
         )  # fmt: skip
-        existing, _ = Records.query(conn, view, filters={"kind": "relation", "fact_key": key, "project": relation.project}, limit=1)
         if existing:
             return Records.update(conn, existing[0]["id"], branch=branch, actor=actor, reason="UPDATE", view=view, **values)
         return Records.put(conn, "relation", values.pop("text"), branch=branch, actor=actor, reason="ADD", **values)

@@ -73,12 +73,14 @@ class Retrieval:
             if not request.all_agents:
                 filters["agent_id"] = agent_scope(request.agent_id)
             time_range = (start, end)
-            if start is not None and not rest.strip():  # "what happened last week": the range is the query
-                hits = finder.recent(conn, view, filters=filters, limit=request.limit, time_range=time_range)
-                hits = [{**h, "match": "time_range", "score": 0.5} for h in hits]
-            else:
+            hits = []
+            if rest.strip():
                 hits = finder.find(query, view, filters=filters, limit=request.limit, time_range=time_range,
-                                   recent_fallback=start is not None, conn=conn)  # fmt: skip
+                                   recent_fallback=False, conn=conn)  # fmt: skip
+            if start is not None:  # "what did we finish last week": everything in the range counts
+                seen = {h["id"] for h in hits}
+                in_range = finder.recent(conn, view, filters=filters, limit=request.limit, time_range=time_range)
+                hits += [{**h, "match": "time_range", "score": 0.3} for h in in_range if h["id"] not in seen]
             per_layer[EVENT_LOG] = [self._hit(h, EVENT_LOG) for h in hits]
         if OPERATIONAL in layers and request.project:
             try:
@@ -87,7 +89,8 @@ class Retrieval:
                 log.warning("operations search failed", exc_info=True)
                 hits = []
             per_layer[OPERATIONAL] = [self._hit(h, OPERATIONAL) for h in hits]
-        results = self._merge(per_layer, request.limit)
+        # A question about a time ("what did we fix today") is a question about events first.
+        results = self._merge(per_layer, request.limit, priority=EVENT_LOG if start is not None else None)
         if not results:
             results = self._most_recent(conn, view, request, layers)
         return results
@@ -104,22 +107,25 @@ class Retrieval:
         return {**hit, "layer": layer, "score": score}
 
     @staticmethod
-    def _merge(per_layer: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
-        """Each layer that matched gets a fair share first; the rest goes by score."""
+    def _merge(per_layer: dict[str, list[dict[str, Any]]], limit: int, priority: str | None = None) -> list[dict[str, Any]]:
+        """Each layer that matched gets a fair share first (the `priority` layer all
+        it can, leaving one slot to each other layer); the rest goes by score."""
         matched = {k: sorted(v, key=lambda h: -h["score"]) for k, v in per_layer.items() if v}
         if not matched:
             return []
         share = max(1, math.ceil(limit / len(matched)))
         chosen: dict[str, dict[str, Any]] = {}
-        for hits in matched.values():
-            for hit in hits[:share]:
+        for layer, hits in matched.items():
+            take = max(share, limit - (len(matched) - 1)) if layer == priority else share
+            for hit in hits[:take]:
                 chosen.setdefault(hit["id"], hit)
         rest = sorted((h for hits in matched.values() for h in hits[share:]), key=lambda h: -h["score"])
         for hit in rest:
             if len(chosen) >= limit:
                 break
             chosen.setdefault(hit["id"], hit)
-        return sorted(chosen.values(), key=lambda h: -h["score"])[:limit]
+        ordered = sorted(chosen.values(), key=lambda h: (h["layer"] != priority, -h["score"]))
+        return ordered[:limit]
 
     def _most_recent(self, conn, view, request: MemorySearch, layers: list[str]) -> list[dict[str, Any]]:
         """The last step of the fallback chain: the latest facts and events in scope."""

@@ -341,29 +341,30 @@ class Records:
     @staticmethod
     def visible_seqs(conn: sqlite3.Connection, seqs: Iterable[int], view: View) -> set[int]:
         """Which of these row seqs are the visible, live version of their record in `view`."""
-        seqs = [int(s) for s in seqs]
+        seqs = {int(s) for s in seqs}
         if not seqs:
             return set()
-        visible: set[int] = set()
-        where, params = view.sql("r")
-        for start in range(0, len(seqs), 500):
-            chunk = seqs[start : start + 500]
-            marks = ",".join("?" * len(chunk))
+        # Fetch every version of the candidates' ids through the (id, seq) index and
+        # pick each id's head in Python: a per-candidate correlated subquery lets
+        # SQLite walk the branch index instead, which is slow on a big branch.
+        heads: dict[str, tuple[int, str]] = {}
+        ordered = sorted(seqs)
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
             rows = conn.execute(
                 f"""
-                SELECT c.seq AS candidate, c.branch AS branch,
-                       (SELECT r.seq FROM records r WHERE r.id = c.id AND {where}
-                        ORDER BY r.seq DESC LIMIT 1) AS head,
-                       (SELECT r.op FROM records r WHERE r.id = c.id AND {where}
-                        ORDER BY r.seq DESC LIMIT 1) AS head_op
-                FROM records c WHERE c.seq IN ({marks})
+                SELECT r.id, r.seq, r.branch, r.op FROM records r INDEXED BY records_by_id
+                WHERE r.id IN (SELECT c.id FROM records c WHERE c.seq IN ({','.join('?' * len(chunk))}))
                 """,
-                [*params, *params, *chunk],
+                chunk,
             ).fetchall()
-            for row in rows:
-                if row["head"] == row["candidate"] and row["head_op"] == "put":
-                    visible.add(row["candidate"])
-        return visible
+            for record_id, seq, branch, op in rows:
+                if not view.sees_row(branch, seq):
+                    continue
+                head = heads.get(record_id)
+                if head is None or seq > head[0]:
+                    heads[record_id] = (seq, op)
+        return {seq for seq, op in heads.values() if op == "put" and seq in seqs}
 
     @staticmethod
     def query(
@@ -442,5 +443,10 @@ class Records:
 
     @staticmethod
     def head_seq(conn: sqlite3.Connection) -> int:
-        row = conn.execute("SELECT max(seq) FROM records").fetchone()
+        """The last seq handed out. Read from the AUTOINCREMENT counter, not max(seq):
+        deleting a branch removes its rows, and the sequence must never move back."""
+        row = conn.execute(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0),"
+            " coalesce((SELECT max(seq) FROM records), 0))"
+        ).fetchone()
         return int(row[0] or 0)

@@ -1,0 +1,214 @@
+"""Driving the real Claude Code CLI against the fake Messages API, with the plugin installed the user's way.
+
+- `ClaudeHome`: a temporary HOME; `install_plugin()` runs `claude plugin
+  marketplace add <plugin copy>` + `claude plugin install memory-anchor@memory-anchor`;
+  `run()` is one `claude -p` session, `session()` a multi-prompt stream-json one.
+- `ScriptedModel`: the fake API's responder. It decides each reply from the
+  conversation, as docs/claude-code-e2e.md describes: run a marker command,
+  search memory through the MCP tools, summarise for /compact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.anthropic_server import (
+    last_user_prompt,
+    text_reply,
+    tool_use_reply,
+    trailing_tool_results,
+)
+
+E2E = Path(__file__).resolve().parent
+ROOT = E2E.parents[1]
+CLAUDE = E2E / "node_modules" / ".bin" / "claude"
+# What a user's clone of the repository holds (no venv, no node_modules, no tests).
+PLUGIN_FILES = [".claude-plugin", ".mcp.json", "hooks", "mcp_server", "memory_anchor", "worker", "skills",
+                 "pyproject.toml", "README.md"]  # fmt: skip
+MARKETPLACE = "memory-anchor"
+PLUGIN = "memory-anchor"
+MCP_PREFIX = "mcp__plugin_memory-anchor_memory__"
+
+RUN_MARKER = "run the marker command"
+SEARCH_MEMORY = "search memory for the marker"
+
+
+def ensure_claude_installed() -> Path:
+    """`npm ci` the pinned Claude Code into tests/e2e/node_modules unless it is there."""
+    if not CLAUDE.exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=E2E, check=True, timeout=600)
+    return CLAUDE
+
+
+def copy_plugin(target: Path) -> Path:
+    """The plugin as a user's clone has it."""
+    target.mkdir(parents=True)
+    for name in PLUGIN_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif source.exists():
+            shutil.copy2(source, target / name)
+    return target
+
+
+class ScriptedModel:
+    """Replies like a model following a script; `marker` is the distinctive output of session 1."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        prompt = last_user_prompt(request)
+        tools = {t.get("name") for t in request.get("tools") or []}
+        after = trailing_tool_results(request)
+        if "summary of the conversation" in prompt.lower():  # /compact
+            return text_reply(f"Summary: the user asked to run the marker command; it printed {self.marker}.")
+        if not tools:  # side requests (titles, topic checks): short text
+            return text_reply("Marker session")
+        if RUN_MARKER in prompt:
+            if after == 0:
+                return tool_use_reply("Bash", {"command": f"echo {self.marker}", "description": "Print the marker"})
+            return text_reply("The marker command ran.")
+        if SEARCH_MEMORY in prompt:
+            last = last_tool_use(request) if after else None
+            if last in (None, "Bash"):
+                if MCP_PREFIX + "search" not in tools:
+                    # Claude Code `-p` sends the first request before MCP servers have connected
+                    # (seconds: the `mcp` SDK is slow to import); a model can only wait for the tool.
+                    return tool_use_reply("Bash", {"command": "sleep 1", "description": "Wait for tools"})
+                return tool_use_reply(MCP_PREFIX + "search", {"query": f"echo {self.marker}", "limit": 5})
+            if last == MCP_PREFIX + "search":
+                ids = re.findall(r"^- (\S+) \| [^|]* \| observation", last_tool_result(request), re.MULTILINE)
+                return tool_use_reply(MCP_PREFIX + "get_observations", {"ids": ids[:1] or ["none"]})
+            return text_reply("Found it in memory.")
+        return text_reply("OK.")
+
+
+def last_tool_use(request: dict[str, Any]) -> str | None:
+    """Name of the tool the assistant called last."""
+    for message in reversed(request.get("messages") or []):
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list):
+            for block in reversed(content):
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    return block.get("name")
+    return None
+
+
+def last_tool_result(request: dict[str, Any]) -> str:
+    for message in reversed(request.get("messages") or []):
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    inner = block.get("content")
+                    if isinstance(inner, list):
+                        return "\n".join(b.get("text", "") for b in inner if isinstance(b, dict))
+                    return str(inner)
+    return ""
+
+
+class ClaudeHome:
+    """A user's machine, as far as Claude Code can tell: HOME, a project dir, the environment."""
+
+    def __init__(self, base: Path, api_url: str, *, developer_python: str | None):
+        self.home = base / "home"
+        self.project = base / "project"
+        self.home.mkdir(parents=True)
+        self.project.mkdir(parents=True)
+        self.env = {
+            # Only a bare python3 and node on PATH, as on a user's machine.
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home),
+            "ANTHROPIC_BASE_URL": api_url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "IS_SANDBOX": "1",
+            # The worker inherits this through the hooks: distil locally, keep the fake API for Claude Code.
+            "MEMORY_ANCHOR_LLM_DAILY_TOKEN_BUDGET": "0",
+            **{k: v for k, v in os.environ.items() if k.startswith("PIP_")},
+        }
+        if developer_python:
+            self.env["MEMORY_ANCHOR_PYTHON"] = developer_python
+
+    def claude(self, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(CLAUDE), *args], cwd=self.project, env=self.env, input=input, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+
+    def install_plugin(self, plugin_root: Path) -> None:
+        for args in (("plugin", "marketplace", "add", str(plugin_root)),
+                     ("plugin", "install", f"{PLUGIN}@{MARKETPLACE}")):  # fmt: skip
+            result = self.claude(*args)
+            assert result.returncode == 0, (args, result.stdout, result.stderr)
+
+    def run(self, prompt: str, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        result = self.claude("-p", "--dangerously-skip-permissions", *extra, prompt, timeout=timeout)
+        assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
+        return result
+
+    def session(self, prompts: list[str], timeout: float = 180, between=None) -> list[dict]:
+        """One stream-json session: each prompt is sent after the previous one's result.
+
+        `between(n)` runs after the n-th result, before the next prompt.
+        """
+        process = subprocess.Popen(
+            [str(CLAUDE), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+             "--dangerously-skip-permissions"],
+            cwd=self.project, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        results = []
+        deadline = time.monotonic() + timeout
+        try:
+            for prompt in prompts:
+                line = {"type": "user", "session_id": "", "parent_tool_use_id": None,
+                        "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}  # fmt: skip
+                process.stdin.write(json.dumps(line) + "\n")
+                process.stdin.flush()
+                while time.monotonic() < deadline:
+                    out = process.stdout.readline()
+                    if not out:
+                        raise AssertionError(f"claude exited early: {process.stderr.read()[-2000:]}")
+                    message = json.loads(out)
+                    if message.get("type") == "result":
+                        results.append(message)
+                        if between is not None:
+                            between(len(results))
+                        break
+            process.stdin.close()
+            process.wait(timeout=max(1, deadline - time.monotonic()))
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == 0, process.stderr.read()[-2000:]
+        return results
+
+    def plugin_data(self) -> Path:
+        """CLAUDE_PLUGIN_DATA of the installed plugin (Claude Code names the directory)."""
+        candidates = sorted((self.home / ".claude" / "plugins" / "data").glob("*"))
+        assert len(candidates) == 1, candidates
+        return candidates[0]
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.2, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")

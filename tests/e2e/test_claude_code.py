@@ -1,0 +1,182 @@
+"""End to end with the real Claude Code CLI (pinned in package.json) and the fake Messages API.
+
+The plugin is installed as a user installs it (marketplace add + install) into
+a temporary HOME; Claude Code runs the hooks and the MCP server itself. Most
+tests point the hooks at this checkout's environment (`MEMORY_ANCHOR_PYTHON`);
+`test_first_run_bootstraps_and_loses_nothing` runs the real bootstrap.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memory_anchor.client import WorkerClient
+from tests.e2e.harness import (
+    MCP_PREFIX,
+    RUN_MARKER,
+    SEARCH_MEMORY,
+    ClaudeHome,
+    ScriptedModel,
+    copy_plugin,
+    ensure_claude_installed,
+    last_tool_result,
+    last_tool_use,
+    wait_for,
+)
+from tests.fakes.anthropic_server import FakeAnthropicServer
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    return ensure_claude_installed()
+
+
+@pytest.fixture(scope="session")
+def plugin_root(tmp_path_factory) -> Path:
+    return copy_plugin(tmp_path_factory.mktemp("clone") / "memory-anchor")
+
+
+@pytest.fixture
+def marker() -> str:
+    return f"MARKER-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def fake_api(marker):
+    with FakeAnthropicServer(responder=ScriptedModel(marker)) as server:
+        yield server
+
+
+@pytest.fixture
+def machine(tmp_path, claude_bin, plugin_root, fake_api):
+    """A user's machine with the plugin installed; the worker is stopped afterwards."""
+    home = ClaudeHome(tmp_path, fake_api.base_url, developer_python=sys.executable)
+    home.install_plugin(plugin_root)
+    yield home
+    stop_worker(home)
+
+
+def stop_worker(home: ClaudeHome) -> None:
+    data = home.home / ".claude" / "plugins" / "data"
+    for info in data.glob("*/worker.json"):
+        try:
+            import os
+
+            os.kill(json.loads(info.read_text())["pid"], 15)
+        except (OSError, ValueError, KeyError):
+            pass
+
+
+def main_requests(fake_api, since: int = 0) -> list[dict]:
+    """The conversation requests (with tools), not Claude Code's side requests."""
+    return [m for m in fake_api.messages()[since:] if m.get("tools")]
+
+
+def session_one_observation(home: ClaudeHome, marker: str) -> tuple[WorkerClient, dict]:
+    client = WorkerClient(home.plugin_data(), autostart=False)
+
+    def find():
+        for obs in client.get("/api/v1/observations", limit=50)["results"]:
+            if obs.get("data", {}).get("command") == f"echo {marker}":
+                return obs
+        return None
+
+    return client, wait_for(find, 60, message="session 1's Bash tool use to become an observation")
+
+
+def test_plugin_manifests_validate(claude_bin, plugin_root):
+    import subprocess
+
+    for target in (plugin_root, plugin_root / ".claude-plugin" / "plugin.json"):
+        result = subprocess.run([str(claude_bin), "plugin", "validate", "--strict", str(target)],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "Validation passed" in result.stdout
+
+
+def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, marker):
+    settings = json.loads((machine.home / ".claude" / "settings.json").read_text())
+    assert settings["enabledPlugins"] == {"memory-anchor@memory-anchor": True}
+
+    machine.run(RUN_MARKER)
+    client, observation = session_one_observation(machine, marker)
+    assert observation["data"]["tool_name"] == "Bash" and observation["project"] == str(machine.project)
+    client.get("/api/v1/context", project=str(machine.project), source="startup")  # warm, as a later session finds it
+
+    # Session 2: its first model request carries the memory of session 1 (SessionStart context).
+    since = len(fake_api.messages())
+    machine.run(SEARCH_MEMORY)
+    requests = main_requests(fake_api, since)
+    first = json.dumps(requests[0])
+    assert observation["id"][:8] in first and observation["title"] in first
+
+    # The MCP tools are offered to the model, and search → get_observations returns session 1's memory.
+    with_search = [r for r in requests if last_tool_use(r) == MCP_PREFIX + "search"]
+    with_details = [r for r in requests if last_tool_use(r) == MCP_PREFIX + "get_observations"]
+    assert with_search and with_details, "the scripted search round trip did not happen"
+    names = {tool["name"] for tool in with_search[0]["tools"]}
+    for tool in ("search", "timeline", "get_observations", "memory_write_fact", "memory_write_observation",
+                 "memory_search", "memory_timeline"):  # fmt: skip
+        assert MCP_PREFIX + tool in names
+    assert observation["id"] in last_tool_result(with_search[0])
+    details = last_tool_result(with_details[0])
+    assert f"echo {marker}" in details and observation["id"] in details
+
+
+def test_compact_captures_before_and_reinjects_after(machine, fake_api, marker):
+    found = {}
+
+    def after_prompt(n: int) -> None:
+        if n == 1:  # the worker has distilled the tool use before the user compacts
+            found["observation"] = session_one_observation(machine, marker)[1]
+
+    machine.session([RUN_MARKER, "/compact keep the marker", "what next?"], between=after_prompt)
+    observation = found["observation"]
+    db = sqlite3.connect(machine.plugin_data() / "memory.sqlite3")
+    events = [row[0] for row in db.execute("SELECT event FROM inbox ORDER BY id")]
+    assert "PreCompact" in events
+    assert "SessionStart" in events[events.index("PreCompact") + 1 :]  # the session restarts after compaction
+    pre_compact = json.loads(db.execute("SELECT payload FROM inbox WHERE event = 'PreCompact'").fetchone()[0])
+    assert pre_compact["trigger"] == "manual" and pre_compact["transcript_path"].endswith(".jsonl")
+    # The request after compaction carries the SessionStart(compact) context with session 1's observation.
+    after = [m for m in main_requests(fake_api) if "what next?" in json.dumps(m["messages"])]
+    assert after, "no request for the prompt after /compact"
+    text = json.dumps(after[0])
+    assert "Memory Anchor" in text and observation["id"][:8] in text
+
+
+def test_first_run_bootstraps_and_loses_nothing(tmp_path, claude_bin, plugin_root, fake_api, marker):
+    """Only python3 on the machine, no worker, no environment: the session runs normally;
+    the environment builds in the background, then the worker ingests every spooled event."""
+    import time
+
+    home = ClaudeHome(tmp_path, fake_api.base_url, developer_python=None)
+    home.install_plugin(plugin_root)
+    try:
+        started = time.monotonic()
+        result = home.run(RUN_MARKER)
+        assert "The marker command ran." in result.stdout
+        assert time.monotonic() - started < 60
+        data = home.plugin_data()
+        spooled = [json.loads(line) for line in (data / "spool.jsonl").read_text().splitlines()]
+        names = {e["payload"]["hook_event_name"] for e in spooled}
+        assert names >= {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
+        wait_for(lambda: (data / "worker.json").exists(), 420, interval=1, message="the bootstrap to start the worker")
+        client, observation = session_one_observation(home, marker)
+        db = sqlite3.connect(data / "memory.sqlite3")
+        stored = {row[0] for row in db.execute("SELECT dedup_key FROM inbox")}
+        for entry in spooled:
+            key = (f"tool:{entry['payload']['tool_use_id']}" if entry["payload"].get("tool_use_id")
+                   else f"event:{entry['id']}")  # fmt: skip
+            assert key in stored, entry["payload"]["hook_event_name"]
+        assert [p.name for p in (data / "env").iterdir()] == ["0.1.0"]
+    finally:
+        stop_worker(home)

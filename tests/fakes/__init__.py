@@ -1,0 +1,1 @@
+"""Test doubles that are real servers: the fake Anthropic Messages API."""

@@ -1,0 +1,238 @@
+"""Secrets and private spans never survive redaction; ordinary text is untouched."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.redact import (
+    is_secret_key,
+    redact,
+    redact_text,
+    sanitize,
+    sanitize_text,
+    strip_private,
+    truncate,
+    truncate_fields,
+)
+
+# (kind, text containing the secret, the secret itself)
+SECRETS = [
+    ("anthropic_key", "export KEY_A=x; key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEF here", "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEF"),
+    ("anthropic_key", "ANTHROPIC_API_KEY is sk-ant-fake", "sk-ant-fake"),
+    ("openai_key", "client = OpenAI(api_key=sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56)", "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56"),
+    ("openai_key", "old key: sk-1234567890abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL", "sk-1234567890abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL"),
+    ("aws_access_key", "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("aws_secret_key", '{"AWS_SECRET_ACCESS_KEY": "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"}', "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"),
+    ("github_token", "git clone https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("github_token", "GH=gho_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("github_token", "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+    ("slack_token", "SLACK=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("slack_token", "user token xoxp-1234-5678-91011-abcdef0123456789", "xoxp-1234-5678-91011-abcdef0123456789"),
+    ("google_api_key", "maps?key=AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI&q=x", "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"),
+    ("stripe_key", "stripe.api_key = sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("stripe_key", "restricted rk_live_51H8abcdefghijklmnopqrst", "rk_live_51H8abcdefghijklmnopqrst"),
+    ("jwt", "cookie: session=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c;", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
+    ("authorization", "curl -H 'Authorization: Bearer abc123.def456-ghi789' https://api.x.io", "abc123.def456-ghi789"),
+    ("authorization", '{"headers": "authorization: Basic dXNlcjpodW50ZXIy"}', "dXNlcjpodW50ZXIy"),
+    ("bearer_token", "sent Bearer 0123456789abcdefABCDEF0123 to the API", "0123456789abcdefABCDEF0123"),
+    ("url_password", "DATABASE_URL_X postgres://admin:Sup3rS3cret!@db.internal:5432/app", "Sup3rS3cret!"),
+    ("url_password", "pip install --index-url https://user:t0ps3cret@pypi.corp.example/simple pkg", "t0ps3cret"),
+    ("secret_assignment", "export DB_PASSWORD=hunter2", "hunter2"),
+    ("secret_assignment", "GITHUB_TOKEN=\"abc def ghi\" make release", "abc def ghi"),
+    ("secret_assignment", "MY_SERVICE_SECRET='s3cr3t-value'", "s3cr3t-value"),
+    ("secret_assignment", "API_KEY=zzzyyyxxx111 ./run.sh", "zzzyyyxxx111"),
+    ("secret_assignment", "password: hunter22\nport: 5432", "hunter22"),
+    ("secret_assignment", 'cfg = {"password": "correct horse battery staple"}', "correct horse battery staple"),
+    ("secret_assignment", "db.password=p4ssw0rd!!", "p4ssw0rd!!"),
+    ("secret_assignment", "client_secret = 'abcd1234efgh'", "abcd1234efgh"),
+    ("cli_secret", "mysqladmin --password=Xy9zzq1 status", "Xy9zzq1"),
+    ("url_secret", "GET https://api.example.com/v1/data?api_key=9f8e7d6c5b4a&limit=10", "9f8e7d6c5b4a"),
+    ("slack_webhook", "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXXXXXXXXXX"),
+]
+
+PRIVATE_KEY = """-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACBGVmFsdWVzIGZvciB0ZXN0aW5nIG9ubHkgMTIzNDU2Nzg5MAAAAJiW
+-----END OPENSSH PRIVATE KEY-----"""
+
+
+@pytest.mark.parametrize("kind,text,secret", SECRETS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRETS)])
+def test_each_secret_kind_is_redacted(kind: str, text: str, secret: str) -> None:
+    out = redact_text(text)
+    assert secret not in out
+    assert "[REDACTED:" in out
+
+
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("export DB_PASSWORD=hunter2", "secret_assignment"),
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv", "anthropic_key"),
+        ("id AKIAIOSFODNN7EXAMPLE", "aws_access_key"),
+        ("curl -H 'Authorization: Bearer abc123.def456-ghi789'", "authorization"),
+        ("postgres://admin:pw1234@db:5432/app", "url_password"),
+    ],
+)
+def test_marker_names_the_kind_and_keeps_context(text: str, kind: str) -> None:
+    out = redact_text(text)
+    assert f"[REDACTED:{kind}]" in out
+    # what surrounds the secret stays readable
+    assert out.split("[REDACTED:")[0] == text[: len(out.split("[REDACTED:")[0])]
+
+
+def test_private_key_block_removed_whole_and_text_after_kept() -> None:
+    out = redact_text(f"before\n{PRIVATE_KEY}\nafter")
+    assert out == "before\n[REDACTED:private_key]\nafter"
+    rsa = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
+    assert redact_text(rsa) == "[REDACTED:private_key]"
+
+
+def test_cut_private_key_is_redacted_from_either_side() -> None:
+    head_only = PRIVATE_KEY.split("-----END")[0]
+    assert "b3BlbnNz" not in redact_text("x\n" + head_only)
+    tail_only = "\n".join(PRIVATE_KEY.splitlines()[1:])
+    out = redact_text("output:\n" + tail_only + "\ndone")
+    assert "QyNTUxOQ" not in out and out.endswith("done") and out.startswith("output:")
+
+
+ORDINARY = [
+    "def tokenize(text): return text.split()",
+    "max_tokens = 4096; input_tokens: 12",
+    "SyntaxError: Unexpected token: ')'",
+    "PWD=/home/dev/project\nTOKENIZERS_PARALLELISM=false\nMAX_TOKENS=100",
+    "password = request.form.get(field)",
+    "The author reset the password policy; see docs/password-policy.md",
+    "scikit-learn==1.5.0 and desk-lamp-controller",
+    "http://localhost:8080/path@v2 and https://example.com/a?page=2&sort=asc",
+    "git commit -m 'Fix bearer of bad news' && ls -la",
+    "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nKeyError: 'secret'",
+    "SELECT id, name FROM users WHERE email = 'a@b.c';",
+    "这是普通的中文文本，没有任何秘密。",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_untouched(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_redaction_is_idempotent() -> None:
+    for _, text, _ in SECRETS:
+        once = redact_text(text)
+        assert redact_text(once) == once
+
+
+def test_markers_are_never_taken_for_credentials() -> None:
+    # a token in the user part of a URL must not make the marker look like user:password
+    out = redact_text("git push https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r")
+    assert out == "git push https://[REDACTED:github_token]@github.com/o/r"
+
+
+def test_private_spans_are_dropped() -> None:
+    assert strip_private("a <private>my ssn 123</private> b") == "a  b"
+    assert strip_private("x <PRIVATE>multi\nline</Private> y <private>two</private>") == "x  y "
+    assert strip_private("keep <private>unclosed secret to the end") == "keep "
+    assert redact({"prompt": "use <private>sk-ant-xyz1234 token</private> please"}) == {"prompt": "use  please"}
+
+
+def test_secret_keys_by_name() -> None:
+    for key in ("password", "api_key", "apiKey", "X-Auth-Token", "client_secret", "Authorization", "aws_secret_access_key", "DB_PASSWORD", "cookie"):
+        assert is_secret_key(key), key
+    for key in ("max_tokens", "input_tokens", "author", "tool_use_id", "description", "secretary_name", "token_count", "passed"):
+        assert not is_secret_key(key), key
+
+
+NESTED = {
+    "session_id": "abc",
+    "tool_name": "Bash",
+    "tool_input": {"command": "curl -u admin:pw https://x", "env": {"GITHUB_TOKEN": "plain-value-1", "password": "plain-value-2"}},
+    "tool_response": {
+        "stdout": "OPENAI_API_KEY=sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56\nok",
+        "blocks": [{"type": "text", "text": "here: AKIAIOSFODNN7EXAMPLE"}, ["deeper", {"apiKey": "plain-value-3"}]],
+        "numbers": [1, 2.5, None, True],
+        "max_tokens": 100,
+    },
+    "tuple": ("ghp_16C7e42F292c6912E7710c838347Ae178B4a", 3),
+}
+NESTED_SECRETS = ["plain-value-1", "plain-value-2", "plain-value-3", "sk-proj-Ab12Cd34", "AKIAIOSFODNN7EXAMPLE", "ghp_16C7e42F"]
+
+
+def test_no_secret_survives_in_any_nested_field() -> None:
+    original = json.dumps(NESTED, default=list)
+    out = redact(NESTED)
+    dumped = json.dumps(out)
+    for secret in NESTED_SECRETS:
+        assert secret not in dumped, secret
+    # structure and non-secret values are preserved, the input is not modified
+    assert out["session_id"] == "abc" and out["tool_name"] == "Bash"
+    assert out["tool_response"]["numbers"] == [1, 2.5, None, True]
+    assert out["tool_response"]["max_tokens"] == 100
+    assert out["tool_response"]["stdout"].endswith("\nok")
+    assert json.dumps(NESTED, default=list) == original
+
+
+def test_truncate_keeps_head_and_tail_with_marker() -> None:
+    value = "HEAD" + "x" * 10_000 + "TAIL"
+    out = truncate(value, 1000)
+    assert len(out) <= 1000
+    assert out.startswith("HEAD") and out.endswith("TAIL")
+    dropped = int(out.split("…[truncated ")[1].split(" chars]…")[0])
+    assert len(out) - len(f"…[truncated {dropped} chars]…") + dropped == len(value)
+    assert truncate("short", 1000) == "short"
+
+
+def test_five_megabyte_output_is_truncated_not_rejected_and_fast() -> None:
+    secret_at_end = "\nexport STRIPE=sk_live_4eC39HqLyjWDarjtT1zdp7dc\nBUILD OK"
+    big = "log line with nothing special in it, id=42\n" * 120_000 + secret_at_end
+    assert len(big) > 5_000_000
+    started = time.perf_counter()
+    out = sanitize({"tool_response": {"stdout": big}}, 20_000)
+    elapsed = time.perf_counter() - started
+    stdout = out["tool_response"]["stdout"]
+    assert len(stdout) <= 20_000
+    assert "…[truncated" in stdout and stdout.endswith("BUILD OK")
+    assert "sk_live_4eC39" not in stdout
+    assert elapsed < 2.0, f"sanitizing 5 MB took {elapsed:.2f}s"
+
+
+def test_secret_straddling_the_cut_does_not_leak() -> None:
+    # a long line of secrets right where the head is cut
+    filler = "a" * 13_300
+    text = filler + " ".join(["sk-ant-api03-" + "K" * 40] * 50) + "\n" + "b" * 30_000
+    out = sanitize_text(text, 20_000)
+    assert "KKKK" not in out
+
+
+def test_truncate_fields_limits_long_lists() -> None:
+    out = truncate_fields({"files": [f"f{i}" for i in range(5000)]}, 100, max_items=10)
+    assert out["files"][:10] == [f"f{i}" for i in range(10)]
+    assert out["files"][-1] == "…[4990 more items]…"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12), children, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=json_values, secret=st.sampled_from([s for _, _, s in SECRETS if len(s) >= 12]))
+def test_fuzz_secret_planted_anywhere_is_gone(value, secret: str) -> None:
+    text_with_secret = next(t for _, t, s in SECRETS if s == secret)
+    planted = {"wrapper": [value, {"note": text_with_secret}], "other": value}
+    out = sanitize(planted, 500)
+    assert secret not in json.dumps(out, ensure_ascii=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=json_values)
+def test_fuzz_any_shape_never_raises_and_keeps_shape(value) -> None:
+    out = sanitize(value, 100)
+    assert type(out) is type(value) or isinstance(value, tuple)

@@ -1,0 +1,127 @@
+"""The web viewer against a real worker: page, assets, token → cookie exchange, safe rendering."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, RunningWorker
+
+STATIC = ROOT / "worker" / "static"
+
+
+def fetch(worker: RunningWorker, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    """One GET without following redirects and without the bearer header."""
+    conn = http.client.HTTPConnection("127.0.0.1", worker.port, timeout=30)
+    conn.request("GET", path, headers=headers or {})
+    response = conn.getresponse()
+    response.body = response.read()  # type: ignore[attr-defined]
+    conn.close()
+    return response
+
+
+def test_page_and_assets_are_served_without_a_token(shared_worker):
+    page = fetch(shared_worker, "/")
+    assert page.status == 200
+    assert page.getheader("Content-Type").startswith("text/html")
+    html = page.body.decode()
+    assert '<script src="/static/viewer.js"' in html and "/static/viewer.css" in html
+    # Offline: nothing is loaded from another origin.
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)
+    csp = page.getheader("Content-Security-Policy")
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert page.getheader("Set-Cookie") is None
+
+    for name, media in (("viewer.js", "javascript"), ("viewer.css", "text/css")):
+        asset = fetch(shared_worker, f"/static/{name}")
+        assert asset.status == 200, name
+        assert media in asset.getheader("Content-Type")
+        assert asset.body == (STATIC / name).read_bytes()
+        assert not re.search(rb"https?://", asset.body), f"{name} must not fetch from the network"
+    assert fetch(shared_worker, "/static/../app.py").status in (403, 404)
+    assert fetch(shared_worker, "/static/nothing.js").status == 404
+
+
+def test_token_in_the_url_becomes_an_httponly_strict_cookie(shared_worker):
+    wrong = fetch(shared_worker, "/?token=not-the-token")
+    assert wrong.status == 401
+    assert wrong.getheader("Set-Cookie") is None
+    assert b'"invalid_token"' in wrong.body
+
+    right = fetch(shared_worker, f"/?token={shared_worker.token}")
+    assert right.status == 303
+    assert right.getheader("Location") == "/"
+    cookie = right.getheader("Set-Cookie")
+    assert cookie.startswith(f"memory_anchor_token={shared_worker.token};")
+    attributes = {part.strip().lower() for part in cookie.split(";")}
+    assert "httponly" in attributes and "samesite=strict" in attributes and "path=/" in attributes
+
+
+def test_the_cookie_authenticates_api_calls(shared_worker):
+    body = shared_worker.post("/api/v1/memories", {"content": "cookie-visible memory", "infer": False, "user_id": "viewer"})
+    memory_id = body["results"][0]["id"]
+    cookie = {"Cookie": f"memory_anchor_token={shared_worker.token}"}
+
+    assert fetch(shared_worker, f"/api/v1/memories/{memory_id}").status == 401
+    assert fetch(shared_worker, f"/api/v1/memories/{memory_id}", {"Cookie": "memory_anchor_token=forged"}).status == 401
+    ok = fetch(shared_worker, f"/api/v1/memories/{memory_id}", cookie)
+    assert ok.status == 200 and b"cookie-visible memory" in ok.body
+    history = fetch(shared_worker, f"/api/v1/memories/{memory_id}/history", cookie)
+    assert history.status == 200
+    assert fetch(shared_worker, "/api/v1/timeline?limit=5", cookie).status == 200
+
+
+def test_the_viewer_never_turns_data_into_markup():
+    """Memory text is untrusted: the script builds the page from text nodes only."""
+    source = (STATIC / "viewer.js").read_text()
+    code = re.sub(r"//[^\n]*", "", source)  # the header comment names what is forbidden
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "srcdoc"):
+        assert sink not in code, f"viewer.js uses {sink}"
+    # el()/append() are the one way content reaches the page: strings become text nodes.
+    assert "document.createTextNode(String(child))" in code
+    assert not re.search(r"setAttribute\(\s*[\"']on", code), "no event handler attributes from data"
+
+
+def test_openapi_lists_the_viewer_and_portability_routes(shared_worker):
+    paths = shared_worker.get("/api/v1/openapi.json")["paths"]
+    assert {"/", "/api/v1/export", "/api/v1/import", "/api/v1/admin/reindex"} <= set(paths)
+    assert not any(path.startswith("/static") for path in paths)
+
+
+def test_cli_prints_the_viewer_url(shared_worker):
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_anchor.cli.main", "--data-dir", str(shared_worker.data_dir), "viewer"],
+        cwd=ROOT, env=shared_worker.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    url = done.stdout.strip()
+    assert url == f"http://127.0.0.1:{shared_worker.port}/?token={shared_worker.token}"
+    assert fetch(shared_worker, url.split(str(shared_worker.port), 1)[1]).status == 303
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (optional check)")
+def test_hostile_memory_text_renders_as_text_in_a_browser(shared_worker, tmp_path: Path):
+    """A real browser opens the printed URL, gets the cookie, runs the app: the payload stays text."""
+    payload = '<img src=x id="pwned" onerror="document.title=\'pwned\'"><b id="bold">hostile</b>'
+    shared_worker.post("/api/v1/memories", {"content": payload, "infer": False, "user_id": "viewer"})
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000", "--dump-dom",
+         f"{shared_worker.url}/?token={shared_worker.token}"],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    dom = done.stdout
+    assert "hostile" in dom, done.stderr[-2000:]  # the timeline rendered the memory...
+    assert "&lt;img src=x" in dom  # ...as escaped text
+    assert "<img" not in dom and '<b id="bold">' not in dom  # no element was made from it
+    assert "<title>Memory Anchor</title>" in dom
