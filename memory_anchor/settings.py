@@ -50,6 +50,12 @@ class Settings(BaseModel):
     context_token_budget: int = Field(
         3000, description="Tokens SessionStart may inject (identity comes on top, in full)."
     )
+    context_budget_facts: int = Field(
+        2000, description="Of the context budget, at most this many tokens of verified facts (seed 002 §5.2)."
+    )
+    context_budget_events: int = Field(
+        500, description="Of the context budget, at most this many tokens of recent events (seed 002 §5.2)."
+    )
     prompt_recall: bool = Field(True, description="Add relevant memories to each prompt.")
     prompt_recall_threshold: float = Field(
         0.55, description="Minimum score for a memory to be added to a prompt."

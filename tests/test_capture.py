@@ -29,7 +29,8 @@ def session_events(session_id: str, cwd: str = "/tmp/capture-project") -> list[d
     ]
 
 
-def test_a_session_becomes_prompt_observation_and_summary(worker):
+def test_a_session_becomes_prompt_observation_and_summary(shared_worker):
+    worker = shared_worker
     sid = f"s-{uuid.uuid4().hex[:8]}"
     for event in session_events(sid):
         status, body = post_event(worker, event)
@@ -53,7 +54,8 @@ def test_a_session_becomes_prompt_observation_and_summary(worker):
     assert seqs == sorted(seqs, reverse=True), "timeline is newest first"
 
 
-def test_the_same_tool_use_is_processed_once(worker):
+def test_the_same_tool_use_is_processed_once(shared_worker):
+    worker = shared_worker
     event = tool_use_event("dup-session", 7)
     first = post_event(worker, event)[1]
     second = post_event(worker, event)[1]
@@ -68,7 +70,8 @@ def test_the_same_tool_use_is_processed_once(worker):
     assert worker.get("/api/v1/prompts?session_id=dup-session")["total"] == 1
 
 
-def test_a_5mb_tool_output_is_truncated_not_rejected(worker):
+def test_a_5mb_tool_output_is_truncated_not_rejected(shared_worker):
+    worker = shared_worker
     big = "x" * (5 * 1024 * 1024)
     event = tool_use_event("big-session", 1, output="HEAD-MARK " + big + " TAIL-MARK")
     status, body = post_event(worker, event)
@@ -113,13 +116,15 @@ def test_secrets_never_reach_storage(worker):
         (json.dumps({"hook_event_name": "Stop", "session_id": 12}).encode(), "invalid_event"),
     ],
 )
-def test_bad_events_get_clear_errors_and_lose_nothing(worker, raw, code):
-    kept = post_event(worker, tool_use_event("keep-me", 1))[1]
+def test_bad_events_get_clear_errors_and_lose_nothing(shared_worker, raw, code):
+    worker = shared_worker
+    session = f"keep-me-{uuid.uuid4().hex[:6]}"
+    kept = post_event(worker, tool_use_event(session, 1))[1]
     status, body = worker.request("POST", "/api/v1/events", raw=raw)
     assert 400 <= status < 500
     assert body["error"]["code"] == code and body["error"]["message"]
     worker.wait_idle()
-    assert worker.get("/api/v1/observations?session_id=keep-me")["total"] == 1
+    assert worker.get(f"/api/v1/observations?session_id={session}")["total"] == 1
     assert kept["id"] >= 1
 
 

@@ -8,6 +8,7 @@ Other modules register their sections in `SECTIONS` (order matters).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,14 +91,16 @@ FIRST_RUN_NOTE = (
 
 
 def build_context(request: ContextRequest, conn) -> BuiltContext:
-    view = resolve_view(conn, request.branch)
+    try:
+        view = resolve_view(conn, request.branch)
+    except Exception:  # an unreadable branch registry must not cost the identity section
+        logging.getLogger(__name__).exception("cannot resolve branch %s; reading main", request.branch)
+        view = View()
     sections: list[Section] = []
     for builder in SECTIONS:
         try:
             section = builder(request, conn, view)
         except Exception:  # one broken section must never blank the others (identity first)
-            import logging
-
             logging.getLogger(__name__).exception("context section %s failed", builder.__name__)
             continue
         if section is not None and section.lines:

@@ -138,6 +138,8 @@ class ClaudeHome:
             # The worker inherits this through the hooks: distil locally, keep the fake API for Claude Code.
             "MEMORY_ANCHOR_LLM_DAILY_TOKEN_BUDGET": "0",
             **{k: v for k, v in os.environ.items() if k.startswith("PIP_")},
+            # The bootstrap's pip may reuse this machine's wheel cache (HOME is a temp dir).
+            "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip"),
         }
         if developer_python:
             self.env["MEMORY_ANCHOR_PYTHON"] = developer_python

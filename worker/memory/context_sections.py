@@ -15,8 +15,6 @@ from typing import Any
 from worker.memory.common import DEFAULT_AGENT
 from worker.store.records import iso
 
-FACTS_TOKENS = 2000
-EVENTS_TOKENS = 500
 
 
 def _model(request):
@@ -24,9 +22,9 @@ def _model(request):
     return getattr(services, "memory", None) if services is not None else None
 
 
-def _share(request, name: str, default: int) -> float:
-    settings = getattr(request.services, "settings", None)
-    tokens = getattr(settings, name, None) or default
+def _share(request, name: str) -> float:
+    """The fraction of the context budget a layer may use (its settings value in tokens)."""
+    tokens = getattr(request.services.settings, name)
     return min(1.0, tokens / max(request.budget, 1))
 
 
@@ -63,7 +61,7 @@ def facts_section(request, conn, view):
     for fact in facts:
         flag = " [needs verification]" if fact["needs_verification"] else ""
         lines.append(f"- {_one_line(fact['text'], 300)}{flag} (fact {fact['id'][:8]}, confidence {fact['effective_confidence']:.2f})")
-    return _section("facts", "Verified facts", lines, share=_share(request, "context_budget_facts", FACTS_TOKENS))
+    return _section("facts", "Verified facts", lines, share=_share(request, "context_budget_facts"))
 
 
 def events_section(request, conn, view):
@@ -76,7 +74,7 @@ def events_section(request, conn, view):
         return None
     lines = [f"- {(iso(e['happened_at']) or '')[:16].replace('T', ' ')}: {_one_line(e['text'], 200)}"
              + (f" @ {e['data'].get('where')}" if e["data"].get("where") else "") for e in events]  # fmt: skip
-    return _section("events", "Recent events", lines, share=_share(request, "context_budget_events", EVENTS_TOKENS))
+    return _section("events", "Recent events", lines, share=_share(request, "context_budget_events"))
 
 
 def conflicts_section(request, conn, view):
