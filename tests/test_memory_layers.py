@@ -421,7 +421,9 @@ def _context(model, monkeypatch, budget=3000):
     sections = list(ctx.SECTIONS)
     install(sections)
     monkeypatch.setattr(ctx, "SECTIONS", sections)
-    services = SimpleNamespace(memory=model, settings=None)
+    from memory_anchor.settings import Settings
+
+    services = SimpleNamespace(memory=model, settings=Settings())
     request = ctx.ContextRequest(project=PROJECT, services=services, budget=budget)
     return ctx.build_context(request, model.db.reader())
 

@@ -33,6 +33,15 @@ class ContextRequest:
     budget: int = 3000
     services: Any = None
 
+    @property
+    def settings(self):
+        """The worker's settings, or the defaults when built outside a worker (tests)."""
+        if self.services is not None:
+            return self.services.settings
+        from memory_anchor.settings import Settings
+
+        return Settings()
+
 
 @dataclass
 class Section:

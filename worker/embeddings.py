@@ -107,6 +107,9 @@ class Embedder:
             options.intra_op_num_threads = self._threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            # Busy-waiting worker threads steal the CPU from everything else on a
+            # shared 2-core machine (and slow us down when it is busy).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = onnxruntime.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )

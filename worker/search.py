@@ -266,8 +266,7 @@ class SearchService:
         if not candidates:
             return []
         visible = Records.visible_seqs(conn, candidates.keys(), view)
-        rows = Records.by_seqs(conn, visible)
-        records = {seq: r for seq, r in rows.items() if scope.accepts(r)}
+        records = {seq: r for seq, r in _light_rows(conn, visible, parse_metadata=bool(scope.metadata)).items() if scope.accepts(r)}
         if not records:
             return []
         tuning = self.tuning
@@ -296,8 +295,9 @@ class SearchService:
         scored.sort(key=lambda item: (-item[0], -item[1]))
         top = scored[0][0] if scored else 1.0
         hits = []
+        full = Records.by_seqs(conn, [seq for _, seq, _ in scored[:top_k]])
         for score, seq, found in scored[:top_k]:
-            record = dict(records[seq])
+            record = full[seq]
             # Absolute meaning for thresholds: relevance of the best list score, not rank-relative.
             raw = candidates[seq].dense if mode != "keyword" and candidates[seq].dense else None
             record["score"] = round(_clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5), 4)
@@ -437,6 +437,27 @@ class _Scope:
             elif have != want and str(have) != str(want):
                 return False
         return True
+
+
+_LIGHT_COLUMNS = (
+    "seq, id, kind, op, status, project, user_id, agent_id, run_id, session_id, layer, type, "
+    "happened_at, confidence, metadata"
+)
+
+
+def _light_rows(conn, seqs: Iterable[int], *, parse_metadata: bool) -> dict[int, dict[str, Any]]:
+    """The columns ranking and filtering need, without decoding every JSON blob."""
+    seqs = list(seqs)
+    out: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        for row in conn.execute(
+            f"SELECT {_LIGHT_COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+        ):
+            record = dict(row)
+            record["metadata"] = json.loads(record["metadata"] or "{}") if parse_metadata else {}
+            out[record["seq"]] = record
+    return out
 
 
 def _as_tuple(value: Any) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ def _model(request):
 
 def _share(request, name: str) -> float:
     """The fraction of the context budget a layer may use (its settings value in tokens)."""
-    tokens = getattr(request.services.settings, name)
+    tokens = getattr(request.settings, name)
     return min(1.0, tokens / max(request.budget, 1))
 
 
