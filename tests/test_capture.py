@@ -199,3 +199,18 @@ def test_spooled_events_are_ingested_at_start_and_on_request(tmp_path):
         assert worker.get("/api/v1/observations?session_id=spooled")["total"] == 6
     finally:
         worker.stop()
+
+
+def test_an_agent_can_write_an_observation_on_purpose(shared_worker):
+    answer = shared_worker.post(
+        "/api/v1/observations",
+        {"type": "decision", "summary": "Chose argon2 over bcrypt for password hashing: memory-hard",
+         "project": "/tmp/deliberate", "session_id": "deliberate-1", "raw_output": "token=ghp_" + "a" * 36},
+        expect=201, headers={"X-Memory-Anchor-Agent": "planner"},
+    )  # fmt: skip
+    stored = shared_worker.post("/api/v1/observations/batch", {"ids": [answer["id"]]})["results"][0]
+    assert stored["type"] == "decision" and stored["layer"] == "verified_fact"
+    assert stored["agent_id"] == "planner" and stored["actor"] == "planner"
+    assert "ghp_" + "a" * 36 not in json.dumps(stored), "secrets are redacted on this path too"
+    status, body = shared_worker.request("POST", "/api/v1/observations", {"type": "gossip", "summary": "x"})
+    assert status == 422 and body["error"]["code"] == "invalid_request"

@@ -416,11 +416,6 @@ def _context(model, monkeypatch, budget=3000):
     from types import SimpleNamespace
 
     from worker import context as ctx
-    from worker.memory.context_sections import install
-
-    sections = list(ctx.SECTIONS)
-    install(sections)
-    monkeypatch.setattr(ctx, "SECTIONS", sections)
     from memory_anchor.settings import Settings
 
     services = SimpleNamespace(memory=model, settings=Settings())

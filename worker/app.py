@@ -47,10 +47,6 @@ ROUTE_TABLES = [
 def create_app(services: Services, *, start_pipeline: bool = True) -> web.Application:
     app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES)
     app["services"] = services
-    from worker import context as context_builder
-    from worker.memory.context_sections import install as install_memory_sections
-
-    install_memory_sections(context_builder.SECTIONS)  # identity first, then facts, events, conflicts, approvals
     for table in ROUTE_TABLES:
         app.add_routes(table)
     if start_pipeline:

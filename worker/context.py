@@ -1,9 +1,9 @@
 """The context SessionStart injects: ordered sections within a token budget.
 
-Each section is a function `(ContextRequest, conn) -> Section | None`. Sections
-marked `always` (identity) are included in full, outside the budget; the others
-fill the budget in order and are cut at a line boundary when it runs out.
-Other modules register their sections in `SECTIONS` (order matters).
+Each section is a function `(ContextRequest, conn, View) -> Section | None`.
+Sections marked `always` (identity) are included in full, outside the budget;
+the others fill the budget in the order of `SECTIONS` and are cut at a line
+boundary when it runs out.
 """
 
 from __future__ import annotations
@@ -87,10 +87,27 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-# Ordered: identity and branch sections are inserted before these by their modules.
-from worker.branching.context import branch_section  # noqa: E402 (issue 5: active branches)
+# The sections in the order Claude reads them. Identity comes first and is never
+# cut (seed 002's red line); the rest share the budget in this order.
+from worker.branching.context import branch_section  # noqa: E402
+from worker.memory.context_sections import (  # noqa: E402
+    approvals_section,
+    conflicts_section,
+    events_section,
+    facts_section,
+    identity_section,
+)
 
-SECTIONS: list[SectionBuilder] = [branch_section, recent_summaries, recent_observations]
+SECTIONS: list[SectionBuilder] = [
+    identity_section,
+    branch_section,
+    facts_section,
+    events_section,
+    conflicts_section,
+    approvals_section,
+    recent_summaries,
+    recent_observations,
+]
 
 FIRST_RUN_NOTE = (
     "Memory Anchor is active for this project but has no memories yet. "

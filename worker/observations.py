@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_anchor.schemas.observations import ObservationDraft
+from memory_anchor.schemas.observations import ObservationDraft, WriteObservationRequest
+from worker.redact import sanitize
+from worker.store.records import MAIN, Records
 
 
 def observation_values(draft: ObservationDraft, payload: dict[str, Any]) -> dict[str, Any]:
@@ -25,3 +27,15 @@ def observation_values(draft: ObservationDraft, payload: dict[str, Any]) -> dict
         "layer": draft.layer,
         "data": data,
     }
+
+
+def write_observation(db, request: WriteObservationRequest, *, actor: str) -> dict[str, Any]:
+    """Store an observation an agent wrote deliberately (secrets redacted like any capture)."""
+    clean = WriteObservationRequest.model_validate(sanitize(request.model_dump()))
+    values = observation_values(clean.draft(), {})
+    with db.transaction() as conn:
+        return Records.put(
+            conn, "observation", values.pop("text"), branch=clean.branch or MAIN, actor=actor,
+            reason="written by agent", project=clean.project, session_id=clean.session_id,
+            agent_id=None if actor == "api" else actor, **values,
+        )  # fmt: skip

@@ -87,10 +87,11 @@ STOP_WORDS = frozenset(
 class Tuning:
     """The knobs of ranking; defaults were tuned on LoCoMo dev (see team/retrieval-notes.md)."""
 
-    dense_weight: float = 0.6
-    keyword_weight: float = 0.4
+    dense_weight: float = 0.4
+    keyword_weight: float = 0.6
     candidates: int = 60  # per list, at least (top_k * 4 if larger)
-    neighbour_weight: float = 0.0  # share of the best adjacent record's relevance added
+    neighbour_weight: float = 0.4  # share of the best adjacent record's relevance added
+    speaker_weight: float = 0.2  # "Name: ..." records whose speaker the query names
     recency_weight: float = 0.02  # at most this much for the newest record in the results
     confidence_weight: float = 0.05
     date_weight: float = 0.1
@@ -158,11 +159,11 @@ class SearchService:
             if mode in ("hybrid", "keyword"):
                 for seq, score in self._keyword(conn, query, view, scope, wanted):
                     candidates.setdefault(seq, _Candidate(seq)).keyword = score
-            hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode)
+            hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode, query)
             if not hits and mode == "vector":
                 # Nothing embedded in scope yet (e.g. still indexing): try the words.
                 lexical = {s: _Candidate(s, keyword=v) for s, v in self._keyword(conn, query, view, scope, wanted)}
-                hits = self._rank(conn, lexical, view, scope, date_window, now, top_k, "keyword")
+                hits = self._rank(conn, lexical, view, scope, date_window, now, top_k, "keyword", query)
         if not hits and fallback:
             hits = self._most_recent(conn, view, scope, top_k)
         if threshold is not None:
@@ -262,6 +263,7 @@ class SearchService:
         now: float,
         top_k: int,
         mode: str,
+        query: str = "",
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
@@ -279,6 +281,9 @@ class SearchService:
         else:
             weights = (tuning.dense_weight, tuning.keyword_weight)
         relevance = {s: weights[0] * dense.get(s, 0.0) + weights[1] * keyword.get(s, 0.0) for s in records}
+        if tuning.neighbour_weight and mode == "hybrid":
+            self._add_neighbour_context(conn, view, scope, records, relevance)
+        speakers = _named_in(query)
         newest = max(r["happened_at"] for r in records.values())
         oldest = min(r["happened_at"] for r in records.values())
         span = max(newest - oldest, 1.0)
@@ -290,8 +295,10 @@ class SearchService:
                 score += tuning.confidence_weight * (float(record["confidence"]) - 0.5)
             if date_window and date_window[0] <= record["happened_at"] <= date_window[1]:
                 score += tuning.date_weight
+            if speakers and _speaker(record) in speakers:
+                score += tuning.speaker_weight
             found = "+".join(name for name, table in (("vector", dense), ("keyword", keyword)) if seq in table)
-            scored.append((score, seq, found))
+            scored.append((score, seq, found or "context"))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         top = scored[0][0] if scored else 1.0
         hits = []
@@ -299,11 +306,58 @@ class SearchService:
         for score, seq, found in scored[:top_k]:
             record = full[seq]
             # Absolute meaning for thresholds: relevance of the best list score, not rank-relative.
-            raw = candidates[seq].dense if mode != "keyword" and candidates[seq].dense else None
+            found_dense = candidates.get(seq)
+            raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None
             record["score"] = round(_clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5), 4)
             record["match"] = found
             hits.append(record)
         return hits
+
+    def _add_neighbour_context(self, conn, view: View, scope: "_Scope", records: dict, relevance: dict) -> None:
+        """Lift each record by the relevance of the records written just before and after it in its thread.
+
+        A thread is the record's session, else its user (a conversation stored
+        turn by turn through the mem0 API). An answer often sits one turn away
+        from the words of the question ("Where did you go?" / "To the beach.").
+        New records reached this way join the results.
+        """
+        weight = self.tuning.neighbour_weight
+        ranked = sorted(records, key=lambda s: -relevance[s])[: self.tuning.candidates]
+        links: dict[int, list[int]] = {}
+        for seq in ranked:
+            record = records[seq]
+            if record.get("session_id"):
+                column, value = "session_id", record["session_id"]
+            elif record.get("user_id"):
+                column, value = "user_id", record["user_id"]
+            else:
+                continue
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                row = conn.execute(
+                    f"SELECT seq FROM records WHERE {column} = ? AND seq {op} ? AND op = 'put' AND kind = ? "
+                    f"ORDER BY seq {order} LIMIT 1",
+                    (value, seq, record["kind"]),
+                ).fetchone()
+                if row is not None:
+                    links.setdefault(seq, []).append(row[0])
+        neighbours = {n for ns in links.values() for n in ns}
+        fresh = neighbours - records.keys()
+        if fresh:
+            visible = Records.visible_seqs(conn, fresh, view)
+            for seq, row in _light_rows(conn, visible, parse_metadata=bool(scope.metadata)).items():
+                if scope.accepts(row):
+                    records[seq] = row
+                    relevance[seq] = 0.0
+        base = dict(relevance)
+        lift: dict[int, float] = {}
+        for seq, ns in links.items():
+            for n in ns:
+                if n in records:
+                    # symmetric: each side of the pair is lifted by the other
+                    lift[n] = max(lift.get(n, 0.0), base[seq])
+                    lift[seq] = max(lift.get(seq, 0.0), base[n])
+        for seq, value in lift.items():
+            relevance[seq] += weight * value
 
     def _most_recent(self, conn, view: View, scope: "_Scope", top_k: int) -> list[dict[str, Any]]:
         conditions, params = scope.sql("r")
@@ -441,8 +495,24 @@ class _Scope:
 
 _LIGHT_COLUMNS = (
     "seq, id, kind, op, status, project, user_id, agent_id, run_id, session_id, layer, type, "
-    "happened_at, confidence, metadata"
+    "happened_at, confidence, metadata, substr(text, 1, 48) AS head"
 )
+
+_SPEAKER_RE = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+
+
+def _speaker(record: dict[str, Any]) -> str | None:
+    """The author of a chat-transcript record written as "Name: text", if any."""
+    m = _SPEAKER_RE.match(record.get("head") or record.get("text") or "")
+    return m.group(1) if m else None
+
+
+def _named_in(query: str) -> set[str]:
+    """Capitalised names in a query ("Caroline", "Caroline's" -> Caroline)."""
+    names = set()
+    for word in re.findall(r"\b[A-Z][\w.-]*(?:'s)?", query):
+        names.add(word[:-2] if word.endswith("'s") else word)
+    return names
 
 
 def _light_rows(conn, seqs: Iterable[int], *, parse_metadata: bool) -> dict[int, dict[str, Any]]:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from memory_anchor.schemas.observations import WriteObservationRequest
 from mcp_server import render
 from mcp_server.app import mcp
 from mcp_server.tools.search import SearchMode, _search
@@ -70,17 +71,17 @@ def memory_write_observation(
     or outside a tool: a discovery ("the flaky test depends on wall-clock time"),
     a decision and its reason, an error and its root cause.
     """
-    body = {
-        "type": _OBSERVATION_TYPE[observation_type],
-        "summary": summary,
-        "tool_name": tool_name,
-        "raw_input": raw_input,
-        "raw_output": raw_output,
-        "branch": branch_scope(branch),
-        "project": current_project(),
-        "session_id": session_id(),
-    }
-    answer = call("POST", "/api/v1/observations", {k: v for k, v in body.items() if v is not None})
+    body = WriteObservationRequest(
+        type=_OBSERVATION_TYPE[observation_type],
+        summary=summary,
+        tool_name=tool_name,
+        raw_input=raw_input,
+        raw_output=raw_output,
+        branch=branch_scope(branch),
+        project=current_project() or "",
+        session_id=session_id(),
+    )
+    answer = call("POST", "/api/v1/observations", body.model_dump(exclude_none=True))
     return f"observation {answer.get('id', '')} stored".strip()
 
 

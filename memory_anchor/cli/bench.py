@@ -9,6 +9,8 @@ from pathlib import Path
 BENCHES = {
     "branches": "search p50/p95 on a branch 3 levels deep and at an as_of point, next to main",
     "spine": "hook wall time, capture rate, search and context latency, worker RSS",
+    "locomo": "LoCoMo turn-level recall@5/10/20: default, BM25-only and dense-only search",
+    "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
 }
 
 
@@ -22,6 +24,19 @@ def register(sub) -> None:
     spine.add_argument("--clients", type=int, default=8, help="concurrent clients posting events")
     spine.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
     spine.set_defaults(handler=_runner("spine"))
+
+    locomo = which.add_parser("locomo", help=BENCHES["locomo"])
+    locomo.add_argument("--data", type=Path, required=True, help="LoCoMo JSON file (e.g. shared/bench/locomo-dev.json)")
+    locomo.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    locomo.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    locomo.add_argument("--in-process", action="store_true", help="skip HTTP (tuning only; not the measure)")
+    locomo.set_defaults(handler=_runner("locomo"))
+
+    scale = which.add_parser("scale", help=BENCHES["scale"])
+    scale.add_argument("--n", type=int, default=100_000, help="memories to store")
+    scale.add_argument("--queries", type=int, default=300, help="searches per measured configuration")
+    scale.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    scale.set_defaults(handler=_runner("scale"))
 
     branches = which.add_parser("branches", help=BENCHES["branches"])
     branches.add_argument("--memories", type=int, action="append", help="memories stored (repeatable; default 10000 and 100000)")

@@ -125,3 +125,40 @@ class SessionSummaryDraft(BaseModel):
             ("Files", ", ".join(self.files)),
         ]
         return "\n".join(f"{label}: {value}" for label, value in rows if value)
+
+
+class WriteObservationRequest(BaseModel):
+    """`POST /api/v1/observations`: an observation an agent records on purpose.
+
+    Tool uses are captured automatically; this is for what no tool shows: a
+    discovery, a decision and its reason, an error and its root cause.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: ObservationType = "note"
+    summary: str = Field(min_length=1, max_length=2000)
+    tool_name: str | None = None
+    raw_input: str | None = Field(None, max_length=20_000)
+    raw_output: str | None = Field(None, max_length=20_000)
+    files: list[str] = Field(default_factory=list)
+    project: str = ""
+    session_id: str | None = None
+    branch: str | None = None
+
+    def draft(self) -> "ObservationDraft":
+        detail = "\n".join(
+            part for part in (self.summary, _labelled("Input", self.raw_input), _labelled("Output", self.raw_output)) if part
+        )
+        return ObservationDraft(
+            type=self.type,
+            title=shorten(self.summary, TITLE_MAX_CHARS),
+            summary=shorten(self.summary, SUMMARY_MAX_CHARS),
+            narrative=detail,
+            tool_name=self.tool_name,
+            files_modified=self.files,
+        )
+
+
+def _labelled(label: str, text: str | None) -> str:
+    return f"{label}: {text}" if text else ""

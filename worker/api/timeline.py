@@ -5,7 +5,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from worker.api.middleware import read_json_object
-from worker.api.params import as_of_param, branch_param, int_param
+from memory_anchor.schemas.observations import WriteObservationRequest
+from worker import observations
+from worker.api.params import actor, as_of_param, branch_param, int_param
+from worker.openapi import request_model
 from worker.present import record_to_wire
 from worker.store.iso import iso_fields
 from worker.store.records import RecordError
@@ -38,6 +41,20 @@ async def _list(request: web.Request, kinds: list[str]) -> web.Response:
 async def list_observations(request: web.Request) -> web.Response:
     """Observations (compressed tool uses), filterable by session and project."""
     return await _list(request, ["observation"])
+
+
+@routes.post("/api/v1/observations")
+@request_model(WriteObservationRequest)
+async def write_observation(request: web.Request) -> web.Response:
+    """Record an observation on purpose (a discovery, decision or root cause no tool shows)."""
+    services = request.app["services"]
+    body = WriteObservationRequest.model_validate(await read_json_object(request))
+    if body.branch is None:
+        body.branch = branch_param(request)
+    record = await services.run(observations.write_observation, services.db, body, actor=actor(request))
+    if request.app.get("pipeline") is not None:
+        request.app["pipeline"].wake()  # embeds it within the next pass
+    return web.json_response({"id": record["id"], **record_to_wire(record)}, status=201)
 
 
 @routes.post("/api/v1/observations/batch")

@@ -106,12 +106,3 @@ def approvals_section(request, conn, view):
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def install(sections: list) -> None:
-    """Insert the memory model's sections: identity first, the others after it."""
-    for builder in (identity_section, facts_section, events_section, conflicts_section, approvals_section):
-        if builder in sections:
-            sections.remove(builder)
-    sections.insert(0, identity_section)
-    sections[1:1] = [facts_section, events_section, conflicts_section, approvals_section]
