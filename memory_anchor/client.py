@@ -134,6 +134,18 @@ class WorkerClient:
     def delete(self, path: str, **params: Any) -> Any:
         return self.request("DELETE", path, params=params)
 
+    def wait_idle(self, timeout: float = 3600) -> None:
+        """Block until every captured event is processed and every record embedded."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.get("/api/v1/status")
+            if not status["inbox"].get("pending") and not status["pending_vectors"]:
+                return
+            time.sleep(0.5)
+        raise WorkerError(f"the worker did not finish its work within {timeout:.0f}s", code="timeout")
+
     # --- the mem0-compatible API -----------------------------------------------------
 
     def add(self, content: str | None = None, *, messages: list[dict] | None = None, **fields: Any) -> dict:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_anchor import __version__, paths
+from memory_anchor.processes import pid_alive  # noqa: F401 (re-exported for callers)
 
 
 class AlreadyRunning(Exception):
@@ -109,16 +110,6 @@ def remove_info(data_dir: Path) -> None:
             paths.worker_info_path(data_dir).unlink()
         except FileNotFoundError:
             pass
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def health(info: WorkerInfo, timeout: float = 1.0) -> dict[str, Any] | None:

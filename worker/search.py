@@ -85,7 +85,7 @@ STOP_WORDS = frozenset(
 
 @dataclass
 class Tuning:
-    """The knobs of ranking; defaults were tuned on LoCoMo dev (see team/retrieval-notes.md)."""
+    """The knobs of ranking; defaults were tuned on the dev benchmark file (see team/retrieval-notes.md)."""
 
     dense_weight: float = 0.4
     keyword_weight: float = 0.6
@@ -94,7 +94,7 @@ class Tuning:
     speaker_weight: float = 0.2  # "Name: ..." records whose speaker the query names
     recency_weight: float = 0.02  # at most this much for the newest record in the results
     confidence_weight: float = 0.05
-    date_weight: float = 0.1
+    date_weight: float = 0.3
     max_df_ratio: float = 0.2  # drop keyword terms found in more than this share of documents
 
 
@@ -508,7 +508,7 @@ def _speaker(record: dict[str, Any]) -> str | None:
 
 
 def _named_in(query: str) -> set[str]:
-    """Capitalised names in a query ("Caroline", "Caroline's" -> Caroline)."""
+    """Capitalised names in a query ("Ada", "Ada's" -> Ada)."""
     names = set()
     for word in re.findall(r"\b[A-Z][\w.-]*(?:'s)?", query):
         names.add(word[:-2] if word.endswith("'s") else word)

@@ -46,16 +46,6 @@ def _write(client, branch: str, start: int, count: int, batch: int = 500) -> Non
         client.post("/api/v1/memories", {"messages": messages, "user_id": "bench", "infer": False, "branch": branch})
 
 
-def _wait_idle(client, timeout: float = 7200) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = client.get("/api/v1/status")
-        if not status["inbox"].get("pending") and not status["pending_vectors"]:
-            return
-        time.sleep(0.5)
-    raise TimeoutError("the worker did not finish embedding in time")
-
-
 def _measure(client, queries: list[str], branch: str, as_of: str | None) -> list[float]:
     latencies = []
     for query in queries:
@@ -93,7 +83,7 @@ def bench_size(size: int, work: Path, queries: int) -> list[tuple[str, float, fl
             _write(client, name, done, share)
             parent, done = name, done + share
         _write(client, "main", done, share)  # after the forks: invisible on the branches
-        _wait_idle(client)
+        client.wait_idle(timeout=7200)
         print(f"  {size:,} memories written and embedded in {time.perf_counter() - t0:.0f} s", flush=True)
         texts = [f"{WORDS[n % len(WORDS)]} {WORDS[(n * 5 + 1) % len(WORDS)]} problem" for n in range(queries)]
         _measure(client, texts[:20], "main", None)  # warm up caches

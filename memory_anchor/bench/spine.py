@@ -124,7 +124,7 @@ def run(args) -> int:
 
         # 3. Let the pipeline distil and embed them (the observations for the context test).
         start = time.perf_counter()
-        _wait_idle(client, timeout=3600)
+        client.wait_idle(timeout=3600)
         drain = time.perf_counter() - start
         observations = client.get("/api/v1/observations", project=project, limit=1)["total"]
         rows.append(("Pipeline drain (local)", f"{observations / max(drain, 1e-9):,.0f} obs/s", f"{observations} observations in {drain:.1f} s", "-"))
@@ -170,12 +170,3 @@ def run(args) -> int:
         print(f"{name.ljust(width)}  {result:<32} {context:<48} {target}")
     return 0
 
-
-def _wait_idle(client, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = client.get("/api/v1/status")
-        if not status["inbox"].get("pending") and not status["pending_vectors"]:
-            return
-        time.sleep(0.5)
-    raise TimeoutError("the pipeline did not drain in time")

@@ -28,6 +28,7 @@ import time
 
 from memory_anchor import paths
 from memory_anchor.hookkit import launcher, wire
+from memory_anchor.processes import pid_alive
 
 # What a plugin copy needs to be pip-installed; the rest (tests, node_modules,
 # a developer's venv) can be hundreds of megabytes.
@@ -59,18 +60,6 @@ def build_environment(plugin_root: str, env_dir: str) -> None:
         )
 
 
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop_worker(data_dir: str, python: str, pid: int) -> None:
     """Stop a worker of another version, with the new version's CLI when possible."""
     log(f"stopping the running worker (pid {pid}) to upgrade it")
@@ -85,7 +74,7 @@ def stop_worker(data_dir: str, python: str, pid: int) -> None:
         except OSError:
             pass
     deadline = time.time() + 30
-    while time.time() < deadline and _alive(pid):
+    while time.time() < deadline and pid_alive(pid):
         time.sleep(0.2)
 
 
@@ -131,7 +120,7 @@ def main(argv: list[str]) -> int:
             os.remove(failed)
         log(f"environment ready in {time.time() - started:.1f} s")
     running = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
-    if running is not None and _alive(running.pid):
+    if running is not None and pid_alive(running.pid):
         if running.version == version:
             log(f"worker {version} already running")
             remove_other_environments(data_dir, keep=version)

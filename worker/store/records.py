@@ -236,14 +236,7 @@ class Records:
         **changes: Any,
     ) -> dict[str, Any]:
         """Write a new version of `record_id` on `branch`, carrying over unchanged columns."""
-        view = view or resolve_view(conn, branch)
-        current = Records.get(conn, record_id, view)
-        if current is None:
-            raise NotFound(f"memory {record_id} not found")
-        values = {k: current[k] for k in WRITABLE}
-        values["data"] = current["data"]
-        values["metadata"] = current["metadata"]
-        values.update(changes)
+        values = {**Records._visible_values(conn, record_id, view or resolve_view(conn, branch)), **changes}
         return Records._insert(
             conn, record_id, Records._next_version(conn, record_id), branch, "put", actor, reason, values
         )
@@ -259,12 +252,7 @@ class Records:
         view: View | None = None,
     ) -> dict[str, Any]:
         """Write a tombstone: the record disappears from this branch from now on."""
-        view = view or resolve_view(conn, branch)
-        current = Records.get(conn, record_id, view)
-        if current is None:
-            raise NotFound(f"memory {record_id} not found")
-        values = {k: current[k] for k in WRITABLE}
-        values.update(text="", title=current["title"], data=current["data"], metadata=current["metadata"])
+        values = {**Records._visible_values(conn, record_id, view or resolve_view(conn, branch)), "text": ""}
         return Records._insert(
             conn, record_id, Records._next_version(conn, record_id), branch, "delete", actor, reason, values
         )
@@ -278,6 +266,14 @@ class Records:
         return Records._insert(
             conn, source["id"], Records._next_version(conn, source["id"]), branch, source["op"], actor, reason, values
         )
+
+    @staticmethod
+    def _visible_values(conn: sqlite3.Connection, record_id: str, view: View) -> dict[str, Any]:
+        """The writable columns of the version `view` sees, or NotFound."""
+        current = Records.get(conn, record_id, view)
+        if current is None:
+            raise NotFound(f"memory {record_id} not found")
+        return {k: current[k] for k in WRITABLE}
 
     @staticmethod
     def _next_version(conn: sqlite3.Connection, record_id: str) -> int:
