@@ -129,6 +129,52 @@ def start_worker(data_dir: Path, *, env: dict[str, str] | None = None, timeout: 
     raise RuntimeError("worker did not start in time")
 
 
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture(autouse=True)
+def reap_stray_processes(tmp_path: Path):
+    """After each test, stop whatever it left running in its temp dir.
+
+    Hooks start workers and environment builds detached, as they must in a
+    user's session; a test must not leave them behind for the next one.
+    """
+    yield
+    if not Path("/proc").is_dir():
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _processes_mentioning(str(tmp_path))
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and _running(pid) for pid in pids):
+            time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 @pytest.fixture
 def worker(tmp_path: Path):
     """A fresh worker with an empty data dir, stopped after the test."""

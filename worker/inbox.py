@@ -128,6 +128,12 @@ class Inbox:
                 (attempts, status, error[:2000], time.time() + min(60.0, 2.0**attempts), event.id),
             )
 
+    def has_pending(self, session_id: str) -> bool:
+        row = self.db.reader().execute(
+            "SELECT 1 FROM inbox WHERE session_id = ? AND status = 'pending' LIMIT 1", (session_id,)
+        ).fetchone()
+        return row is not None
+
     def counts(self) -> dict[str, int]:
         rows = self.db.reader().execute("SELECT status, count(*) FROM inbox GROUP BY status").fetchall()
         return {r[0]: r[1] for r in rows}

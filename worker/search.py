@@ -36,13 +36,19 @@ How a search runs:
    A `threshold` is applied last and can leave the result empty: a caller who
    asks for a minimum score gets only hits above it (the fallback hits too
    score below any positive threshold).
+
+`score` is absolute where it can be, so thresholds mean the same across
+queries: the cosine similarity of the hit to the query when the vector search
+found it; for hits found only by their words (and in keyword mode) half their
+fused score relative to the best hit (at most 0.5); 0 for fallback hits. The
+order of hits is the fused ranking, so scores need not be monotonic.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -50,11 +56,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-import numpy as np
 
 from worker.embeddings import Embedder
 from worker.store.db import Database
-from worker.store.records import RecordError, Records, View, parse_time, row_to_dict
+from worker.store.records import RecordError, Records, View, parse_time
 from worker.vectors import VectorFilter, Vectors
 
 MODES = ("hybrid", "vector", "keyword")
@@ -91,6 +96,7 @@ class Tuning:
     keyword_weight: float = 0.6
     candidates: int = 60  # per list, at least (top_k * 4 if larger)
     neighbour_weight: float = 0.4  # share of the best adjacent record's relevance added
+    neighbour_candidates: int = 30  # how many of the best candidates look for neighbours
     speaker_weight: float = 0.2  # "Name: ..." records whose speaker the query names
     recency_weight: float = 0.02  # at most this much for the newest record in the results
     confidence_weight: float = 0.05
@@ -240,10 +246,15 @@ class SearchService:
             cached = self._df_cache.get(word)
             if cached and time.monotonic() - cached[0] < 60:
                 return cached[1]
-        self._ensure_vocab(conn)
         # The index holds stemmed terms; stem with FTS5 itself so we agree with it.
         term = _porter_stem(word)
-        row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
+        self._ensure_vocab(conn)
+        try:
+            row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
+        except sqlite3.OperationalError:  # a new connection that reused an old one's id
+            self._vocab_ready.discard(id(conn))
+            self._ensure_vocab(conn)
+            row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
         freq = int(row[0]) if row else 0
         with self._df_lock:
             self._df_cache[word] = (time.monotonic(), freq)
@@ -314,7 +325,8 @@ class SearchService:
         return hits
 
     def _add_neighbour_context(self, conn, view: View, scope: "_Scope", records: dict, relevance: dict) -> None:
-        """Lift each record by the relevance of the records written just before and after it in its thread.
+        """Lift each record by the relevance of the records written just before and after it in its thread
+        (the adjacent ones fully, those two apart by half).
 
         A thread is the record's session, else its user (a conversation stored
         turn by turn through the mem0 API). An answer often sits one turn away
@@ -322,7 +334,7 @@ class SearchService:
         New records reached this way join the results.
         """
         weight = self.tuning.neighbour_weight
-        ranked = sorted(records, key=lambda s: -relevance[s])[: self.tuning.candidates]
+        ranked = sorted(records, key=lambda s: -relevance[s])[: self.tuning.neighbour_candidates]
         links: dict[int, list[int]] = {}
         for seq in ranked:
             record = records[seq]
@@ -333,14 +345,14 @@ class SearchService:
             else:
                 continue
             for op, order in (("<", "DESC"), (">", "ASC")):
-                row = conn.execute(
+                rows = conn.execute(
                     f"SELECT seq FROM records WHERE {column} = ? AND seq {op} ? AND op = 'put' AND kind = ? "
-                    f"ORDER BY seq {order} LIMIT 1",
+                    f"ORDER BY seq {order} LIMIT 2",
                     (value, seq, record["kind"]),
-                ).fetchone()
-                if row is not None:
-                    links.setdefault(seq, []).append(row[0])
-        neighbours = {n for ns in links.values() for n in ns}
+                ).fetchall()
+                for distance, row in enumerate(rows, start=1):
+                    links.setdefault(seq, []).append((row[0], distance))
+        neighbours = {n for ns in links.values() for n, _ in ns}
         fresh = neighbours - records.keys()
         if fresh:
             visible = Records.visible_seqs(conn, fresh, view)
@@ -351,11 +363,12 @@ class SearchService:
         base = dict(relevance)
         lift: dict[int, float] = {}
         for seq, ns in links.items():
-            for n in ns:
+            for n, distance in ns:
                 if n in records:
-                    # symmetric: each side of the pair is lifted by the other
-                    lift[n] = max(lift.get(n, 0.0), base[seq])
-                    lift[seq] = max(lift.get(seq, 0.0), base[n])
+                    # symmetric: each side of the pair is lifted by the other; two apart counts half
+                    share = 1.0 if distance == 1 else 0.5
+                    lift[n] = max(lift.get(n, 0.0), share * base[seq])
+                    lift[seq] = max(lift.get(seq, 0.0), share * base[n])
         for seq, value in lift.items():
             relevance[seq] += weight * value
 
@@ -564,8 +577,6 @@ def _porter_stem(word: str) -> str:
     cached = _STEM_CACHE.get(word)
     if cached is not None:
         return cached
-    import sqlite3
-
     global _STEM_CONN
     with _STEM_LOCK:
         if _STEM_CONN is None:

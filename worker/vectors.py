@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

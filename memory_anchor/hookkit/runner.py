@@ -161,6 +161,7 @@ def session_start(hook: Hook) -> None:
         f"/api/v1/context?project={wire.quote(project)}"
         f"&source={wire.quote(str(hook.payload.get('source') or 'startup'))}"
         f"&session_id={wire.quote(str(hook.payload.get('session_id') or ''))}"
+        + (f"&branch={wire.quote(hook.branch)}" if hook.branch else "")
     )
     cache = str(context_cache_path(hook.data_dir, project))
     context = None

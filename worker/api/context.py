@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from memory_anchor.projects import project_for_cwd
@@ -21,7 +23,9 @@ async def get_context(request: web.Request) -> web.Response:
     services = request.app["services"]
     project = request.query.get("project") or project_for_cwd(request.query.get("cwd"))
     session_id = request.query.get("session_id") or None
-    branch = request.query.get("branch") or (services.session_branch(session_id) if session_id else None)
+    if session_id:
+        await _wait_for_session(services, session_id)
+    branch = (services.session_branch(session_id) if session_id else None) or request.query.get("branch")
     context_request = ContextRequest(
         project=project,
         source=request.query.get("source", "startup"),
@@ -39,6 +43,20 @@ async def get_context(request: web.Request) -> web.Response:
 
     built = await services.run(build)
     return web.json_response({"context": built.text, "tokens": built.tokens, "sections": built.sections})
+
+
+async def _wait_for_session(services, session_id: str, timeout: float = 1.0) -> None:
+    """Give the pipeline a moment to register a session whose SessionStart was just posted.
+
+    The hook posts the event, then asks for the context; the session's branch
+    (a fork's own branch, a switch) is only known once that event is processed.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while services.session_branch(session_id) is None and services.inbox.has_pending(session_id):
+        if loop.time() > deadline:
+            return
+        await asyncio.sleep(0.02)
 
 
 @routes.post("/api/v1/recall")
