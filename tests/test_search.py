@@ -221,3 +221,28 @@ def test_retriever_has_no_benchmark_special_cases():
         source = (ROOT / "worker" / name).read_text(encoding="utf-8").lower()
         for word in suspicious:
             assert word not in source, f"{name} mentions {word!r}"
+
+
+def test_vector_store_takes_any_chroma_client(tmp_path, embedder):
+    """The scale-out seam: ChromaStore works with any chromadb client (here an in-memory one,
+    standing in for chromadb.HttpClient against a Chroma server)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from worker.vectors import ChromaStore, VectorFilter, VectorItem
+
+    store = ChromaStore(client_factory=lambda: chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)))
+    vectors = Vectors(store=store)
+    texts = ["deploy failed on friday", "the cat sleeps all day", "rollback of the friday release"]
+    items = [
+        VectorItem(n + 1, v, {"project": "p", "branch": "main", "kind": "memory", "happened_at": 1.0})
+        for n, v in enumerate(embedder.embed(texts))
+    ]
+    vectors.add(items)
+    assert store.count() == 3
+    hits = vectors.search(embedder.embed_one("release problems"), 2, VectorFilter(chain=(("main", None),)))
+    assert {seq for seq, _ in hits} == {1, 3}
+    assert vectors.search(embedder.embed_one("x"), 3, VectorFilter(chain=(("other", None),))) == []
+    vectors.delete([1])
+    assert store.count() == 2 and 1 not in vectors
+    store.release()

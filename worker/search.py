@@ -52,6 +52,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
@@ -63,6 +64,8 @@ from worker.store.records import RecordError, Records, View, parse_time
 from worker.vectors import VectorFilter, Vectors
 
 MODES = ("hybrid", "vector", "keyword")
+# Query embeddings run here while the calling thread queries FTS5.
+_EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 NEVER_SEARCHED_KINDS = ("identity",)
 COLUMN_FILTERS = ("project", "user_id", "agent_id", "run_id", "session_id", "kind", "layer", "type", "status")
 # Filters the vector index can apply itself; the rest are checked in SQLite.
@@ -102,6 +105,7 @@ class Tuning:
     confidence_weight: float = 0.05
     date_weight: float = 0.3
     max_df_ratio: float = 0.2  # drop keyword terms found in more than this share of documents
+    max_df_docs: int = 3000  # ... or in more than this many (FTS5 cost grows with matching rows)
 
 
 @dataclass
@@ -159,12 +163,15 @@ class SearchService:
         if query:
             date_window = parse_query_dates(query, now)
             candidates: dict[int, _Candidate] = {}
-            if mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None:
-                for seq, score in self._dense(query, view, scope, wanted):
+            dense = mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None
+            # The query embedding (onnxruntime) and FTS5 (SQLite) both release the GIL: overlap them.
+            pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, query) if dense else None
+            keyword_hits = self._keyword(conn, query, view, scope, wanted) if mode in ("hybrid", "keyword") else []
+            if pending_vector is not None:
+                for seq, score in self._dense(pending_vector.result(), view, scope, wanted):
                     candidates.setdefault(seq, _Candidate(seq)).dense = score
-            if mode in ("hybrid", "keyword"):
-                for seq, score in self._keyword(conn, query, view, scope, wanted):
-                    candidates.setdefault(seq, _Candidate(seq)).keyword = score
+            for seq, score in keyword_hits:
+                candidates.setdefault(seq, _Candidate(seq)).keyword = score
             hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode, query)
             if not hits and mode == "vector":
                 # Nothing embedded in scope yet (e.g. still indexing): try the words.
@@ -178,8 +185,7 @@ class SearchService:
 
     # --- candidates --------------------------------------------------------------------
 
-    def _dense(self, query: str, view: View, scope: "_Scope", k: int) -> list[tuple[int, float]]:
-        vector = self.embedder.embed_one(query)
+    def _dense(self, vector, view: View, scope: "_Scope", k: int) -> list[tuple[int, float]]:
         if scope.metadata:
             k *= 10  # metadata is checked afterwards, in SQLite; look deeper
         return self.vectors.search(vector, k, scope.vector_filter(view))
@@ -216,9 +222,11 @@ class SearchService:
         if not words:
             return ""
         # Very frequent words match most rows: they make FTS5 slow and add nothing to ranking.
+        # Cost grows with the number of matching rows, so the cap is both relative and absolute.
         total = self._total_docs(conn)
         if total > 1000:
-            informative = [w for w in words if self._doc_freq(conn, w) <= self.tuning.max_df_ratio * total]
+            cap = min(self.tuning.max_df_ratio * total, self.tuning.max_df_docs)
+            informative = [w for w in words if self._doc_freq(conn, w) <= cap]
             words = informative or sorted(words, key=lambda w: self._doc_freq(conn, w))[:1]
         return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
 
@@ -315,7 +323,9 @@ class SearchService:
         hits = []
         full = Records.by_seqs(conn, [seq for _, seq, _ in scored[:top_k]])
         for score, seq, found in scored[:top_k]:
-            record = full[seq]
+            record = full.get(seq)
+            if record is None:  # removed meanwhile (a deleted branch)
+                continue
             # Absolute meaning for thresholds: relevance of the best list score, not rank-relative.
             found_dense = candidates.get(seq)
             raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None

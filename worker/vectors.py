@@ -338,6 +338,7 @@ class ChromaStore:
         self._timer.start()
 
     def release(self) -> None:
+        """Close the client (frees Chroma's in-memory index); the next call reopens it."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -349,6 +350,7 @@ class ChromaStore:
                     log.debug("closing chroma client failed", exc_info=True)
             self._client = None
             self._collection = None
+        release_free_memory()
 
     def add(self, items: list[VectorItem]) -> None:
         if not items:
@@ -404,6 +406,16 @@ class ChromaStore:
             self._touch()
 
 
+def release_free_memory() -> None:
+    """Give freed heap back to the OS (glibc keeps it otherwise: ~190 MB after loading 100k vectors)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
+
+
 def _chroma_meta(item: VectorItem) -> dict[str, Any]:
     # Chroma metadata cannot hold None; absent means None.
     meta: dict[str, Any] = {"seq": int(item.seq)}
@@ -433,6 +445,8 @@ class Vectors:
                 for items in self.store.iterate():
                     self.index.add(items)
                 self._loaded = True
+                self.store.release()
+                release_free_memory()
             return len(self.index)
 
     def add(self, items: list[VectorItem]) -> None:
