@@ -246,3 +246,17 @@ def test_vector_store_takes_any_chroma_client(tmp_path, embedder):
     vectors.delete([1])
     assert store.count() == 2 and 1 not in vectors
     store.release()
+
+
+def test_search_during_vector_load_answers_by_keyword(tmp_path, embedder):
+    first = Store(tmp_path, embedder)
+    first.put("The flaky test is test_upload_retry.")
+    first.close()
+    second = Store(tmp_path, embedder)
+    # Another thread is reading the vectors back (worker start-up): searches must not wait.
+    with second.vectors._load_lock:
+        assert second.vectors.loading
+        hits = second.search("flaky upload retry test")
+        assert hits and hits[0]["match"] == "keyword"
+    assert second.search("flaky upload retry test")[0]["match"] == "vector+keyword"
+    second.close()

@@ -105,7 +105,7 @@ class Tuning:
     confidence_weight: float = 0.05
     date_weight: float = 0.3
     max_df_ratio: float = 0.2  # drop keyword terms found in more than this share of documents
-    max_df_docs: int = 3000  # ... or in more than this many (FTS5 cost grows with matching rows)
+    max_df_docs: int = 2000  # ... or in more than this many (FTS5 cost grows with matching rows)
 
 
 @dataclass

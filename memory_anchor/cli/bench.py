@@ -19,8 +19,10 @@ def register(sub) -> None:
     which = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
     spine = which.add_parser("spine", help=BENCHES["spine"])
     spine.add_argument("--memories", type=int, default=10_000, help="memories stored before searching")
-    spine.add_argument("--observations", type=int, default=10_000, help="observations stored before context")
-    spine.add_argument("--events", type=int, default=5_000, help="hook events posted for the capture rate")
+    spine.add_argument(
+        "--observations", type=int, default=10_000,
+        help="PostToolUse events posted (the capture rate), then distilled into observations (the context figure)",
+    )  # fmt: skip
     spine.add_argument("--clients", type=int, default=8, help="concurrent clients posting events")
     spine.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
     spine.set_defaults(handler=_runner("spine"))
@@ -36,6 +38,7 @@ def register(sub) -> None:
     scale.add_argument("--n", type=int, default=100_000, help="memories to store")
     scale.add_argument("--queries", type=int, default=300, help="searches per measured configuration")
     scale.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    scale.add_argument("--reuse", action="store_true", help="search-only re-run over --work-dir's data from an earlier run")
     scale.set_defaults(handler=_runner("scale"))
 
     branches = which.add_parser("branches", help=BENCHES["branches"])
