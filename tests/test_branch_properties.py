@@ -325,6 +325,8 @@ class BranchMachine(RuleBasedStateMachine):
         page, total = Records.query(conn, view, filters={"project": "p"}, limit=1000)
         want_active = sorted(v[-1].seq for v in state.values() if v and is_live(v[-1]))
         assert sorted(r["seq"] for r in page) == want_active and total == len(want_active), where
+        newest = Records.latest(conn, view, filters={"project": "p"}, limit=3, batch=2)  # small batches: paging
+        assert [r["seq"] for r in newest] == sorted(want_active, reverse=True)[:3], where
         all_seqs = [r[0] for r in conn.execute("SELECT seq FROM records")]
         want_live = {v[-1].seq for v in state.values() if v and v[-1].op == "put"}
         assert Records.visible_seqs(conn, all_seqs, view) == want_live, where

@@ -63,7 +63,7 @@ class BuiltContext:
 
 
 def recent_summaries(request: ContextRequest, conn, view: View) -> Section | None:
-    page, _ = Records.query(conn, view, filters={"kind": "summary", "project": request.project}, limit=5)
+    page = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=5)
     if not page:
         return None
     lines = [f"- {_when(r)}: {_one_line(r['text'], 400)}" for r in page]
@@ -71,7 +71,7 @@ def recent_summaries(request: ContextRequest, conn, view: View) -> Section | Non
 
 
 def recent_observations(request: ContextRequest, conn, view: View) -> Section | None:
-    page, _ = Records.query(conn, view, filters={"kind": "observation", "project": request.project}, limit=30)
+    page = Records.latest(conn, view, filters={"kind": "observation", "project": request.project}, limit=30)
     if not page:
         return None
     lines = [f"- [{r['type'] or 'note'}] {_one_line(r['title'] or r['text'], 160)} (id {r['id'][:8]}, {_when(r)})" for r in page]

@@ -7,11 +7,9 @@ delete those seqs from the queue. A crash between the two steps only means the
 batch is embedded again on restart (vector writes are idempotent upserts).
 
     indexer = Indexer(db, vectors, embedder)
-    indexer.start()              # background thread draining the queue
     indexer.flush([seq, ...])    # index these now (the mem0 add API calls this before replying)
-    indexer.drain()              # index everything pending, in this thread
+    indexer.drain()              # index everything pending (the pipeline calls this after each pass)
     indexer.rebuild()            # `memory-anchor reindex`: drop all vectors, re-embed from SQLite
-    indexer.stop()
 """
 
 from __future__ import annotations
@@ -34,13 +32,26 @@ log = logging.getLogger(__name__)
 NOT_EMBEDDED = frozenset({"identity"})
 
 
+# Embedding cost grows steeply with length (here ~400 short texts/s, ~22/s at 140
+# tokens), so a record is embedded by what carries its meaning: an observation by
+# its title and summary (its narrative and command output are found by keywords),
+# anything else by the head of its text.
+EMBED_MAX_CHARS = 512
+
+
 def embedding_text(record: dict[str, Any]) -> str:
-    """What a record is embedded as: its text, led by its title when the text lacks it."""
-    text = record.get("text") or ""
+    """What a record is embedded as (the full text stays in the keyword index)."""
     title = (record.get("title") or "").strip()
+    if record.get("kind") == "observation":
+        summary = str((record.get("data") or {}).get("summary") or "").strip()
+        if summary.lower().startswith(title.lower()):
+            title = ""  # the summary already opens with it
+        if title or summary:
+            return f"{title}\n{summary}".strip()[:EMBED_MAX_CHARS]
+    text = record.get("text") or ""
     if title and title.lower() not in text.lower():
-        return f"{title}\n{text}"
-    return text
+        text = f"{title}\n{text}"
+    return text[:EMBED_MAX_CHARS]
 
 
 def vector_meta(record: dict[str, Any]) -> dict[str, Any]:
@@ -57,41 +68,7 @@ class Indexer:
         self.batch_size = batch_size
         # One batch at a time: the background drain and a flush never embed the same seq twice.
         self._work_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
         self.indexed = 0  # versions embedded since start, for status pages
-
-    # --- background ----------------------------------------------------------
-
-    def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stopping.clear()
-        self._thread = threading.Thread(target=self._run, name="indexer", daemon=True)
-        self._thread.start()
-
-    def notify(self) -> None:
-        """Something was written: drain soon."""
-        self._wake.set()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                done = self.drain_once()
-            except Exception:  # keep the thread alive; the rows stay queued
-                log.exception("indexing failed; will retry")
-                done = 0
-            if done == 0:
-                self._wake.wait(timeout=1.0)
-                self._wake.clear()
 
     # --- work ----------------------------------------------------------------
 

@@ -492,7 +492,3 @@ class Vectors:
 
     def close(self) -> None:
         self.store.release()
-
-
-# The name the worker's Services container uses.
-VectorIndex = Vectors

@@ -64,7 +64,10 @@ class View:
 
     def sql(self, alias: str = "") -> tuple[str, list[Any]]:
         """A WHERE fragment selecting the rows this view can see."""
-        prefix = f"{alias}." if alias else ""
+        # The unary `+` keeps SQLite from reading through the branch index: every
+        # caller also filters on a more selective column (project, kind, id, ...),
+        # and on main the branch matches nearly every row.
+        prefix = f"+{alias}." if alias else "+"
         parts, params = [], []
         for name, upto in self.chain:
             if upto is None:
@@ -424,6 +427,62 @@ class Records:
             f"SELECT r.* {base} ORDER BY r.{order} LIMIT ? OFFSET ?", [*base_params, limit, offset]
         ).fetchall()
         return [row_to_dict(r) for r in rows], int(total)
+
+    @staticmethod
+    def latest(
+        conn: sqlite3.Connection,
+        view: View,
+        *,
+        filters: dict[str, Any] | None = None,
+        statuses: tuple[str, ...] | None = ("active",),
+        limit: int = 100,
+        batch: int = 200,
+    ) -> list[dict[str, Any]]:
+        """The `limit` newest live records matching `filters`, without counting them all.
+
+        Walks the view's rows newest first: the first row met for an id is its
+        head in this view (nothing later is visible), so the cost grows with
+        `limit`, not with how many records there are. `query` answers the same
+        first page with a total, at a cost that grows with the whole scope.
+        """
+        where, params = view.sql("r")
+        inner, inner_params, checks = [where], list(params), []
+        for column, value in (filters or {}).items():
+            if column not in WRITABLE and column not in ("branch", "id"):
+                raise RecordError(f"cannot filter on {column!r}")
+            if value is None:
+                continue
+            allowed = set(value) if isinstance(value, (list, tuple, set)) else {value}
+            if not allowed:
+                return []
+            if column in STABLE_COLUMNS:
+                inner.append(f"r.{column} IN ({','.join('?' * len(allowed))})")
+                inner_params.extend(allowed)
+            else:
+                checks.append((column, allowed))
+        if statuses:
+            checks.append(("status", set(statuses)))
+        found: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        before: int | None = None
+        while len(found) < limit:
+            cursor_where = " AND ".join(inner) + (" AND r.seq < ?" if before is not None else "")
+            rows = conn.execute(
+                f"SELECT r.* FROM records r WHERE {cursor_where} ORDER BY r.seq DESC LIMIT ?",
+                [*inner_params, *([before] if before is not None else []), batch],
+            ).fetchall()
+            for row in rows:
+                if row["id"] in seen:
+                    continue
+                seen.add(row["id"])
+                if row["op"] == "put" and all(row[column] in allowed for column, allowed in checks):
+                    found.append(row_to_dict(row))
+                    if len(found) == limit:
+                        break
+            if len(rows) < batch:
+                break
+            before = rows[-1]["seq"]
+        return found
 
     @staticmethod
     def by_seqs(conn: sqlite3.Connection, seqs: Iterable[int]) -> dict[int, dict[str, Any]]:
