@@ -40,7 +40,7 @@ class Pipeline:
         """Drain forever: process due events, index new records, sleep until woken."""
         while not self._stopping:
             try:
-                worked = await self.services.run(self.drain_once)
+                worked = await self.services.run_background(self.drain_once)
             except Exception:
                 log.exception("pipeline pass failed; retrying shortly")
                 worked = 0

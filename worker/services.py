@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -33,8 +35,11 @@ class Services:
         self.started_at = time.time()
         self.db = Database(paths.database_path(self.data_dir))
         self.inbox = Inbox(self.db)
-        # Two threads: one drains the pipeline, one serves searches and API writes.
-        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ma-work")
+        # API work (searches, writes) on two threads; the pipeline on its own
+        # thread at a lower OS priority, so that distilling and embedding never
+        # slow down accepting hook events or answering searches.
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ma-api")
+        self.background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-pipeline", initializer=_lower_priority)
 
     # --- built on first use --------------------------------------------------
 
@@ -113,9 +118,23 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(func, *args, **kwargs))
 
+    async def run_background(self, func: Callable[..., T], *args: Any) -> T:
+        """Run pipeline work on the low-priority thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.background, functools.partial(func, *args))
+
     def close(self) -> None:
+        self.background.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         vectors = self.__dict__.get("vectors")
         if vectors is not None and hasattr(vectors, "close"):
             vectors.close()
         self.db.close()
+
+
+def _lower_priority() -> None:
+    """Nice the calling thread (Linux threads have their own priority); elsewhere a no-op."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass

@@ -59,6 +59,12 @@ def tool_event(session: str, n: int, project: str) -> dict:
     }
 
 
+def _real_python3() -> str:
+    """The interpreter `python3` resolves to (a version manager's shim would add its own start-up)."""
+    out = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
+    return out.stdout.strip() or "python3"
+
+
 def time_process(argv: list[str], stdin: bytes, env: dict[str, str], runs: int) -> list[float]:
     times = []
     for _ in range(runs):
@@ -103,9 +109,11 @@ def run(args) -> int:
         # 1. Hook process wall time.
         event = json.dumps(tool_event("hook-bench", 0, str(work / "hook-project"))).encode()
         hook_env = {**env, "CLAUDE_PLUGIN_ROOT": str(ROOT)}
-        time_process([sys.executable, "-c", "pass"], b"", hook_env, 3)  # warm the page cache
-        bare = time_process(["python3", "-c", "pass"], b"", hook_env, 30)
-        hook = time_process(["python3", "-S", str(HOOK)], event, hook_env, 30)
+        python3 = _real_python3()
+        bare, hook = [], []
+        for _ in range(40):  # interleaved, so machine load hits both alike
+            bare += time_process([python3, "-c", "pass"], b"", hook_env, 1)
+            hook += time_process([python3, "-S", str(HOOK)], event, hook_env, 1)
         bare_ms, hook_ms = statistics.median(bare) * 1000, statistics.median(hook) * 1000
         ratio = hook_ms / bare_ms
         rows.append(("PostToolUse hook median", f"{hook_ms:.1f} ms", f"python3 -c pass {bare_ms:.1f} ms (x{ratio:.2f})", f"<= x{TARGETS['hook_ratio']}"))
