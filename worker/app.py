@@ -18,7 +18,7 @@ from aiohttp import web
 
 from memory_anchor import __version__, paths
 from memory_anchor.settings import SettingsError, load_settings
-from worker import lifecycle
+from worker import heap, lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
 from worker.api import memory_model
 from worker.api.middleware import auth_middleware, error_middleware
@@ -95,6 +95,7 @@ async def _warm_up(services: Services) -> None:
 
 def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
     data_dir = Path(data_dir or paths.data_dir())
+    heap.limit_arenas()  # before any thread starts
     try:
         lock = lifecycle.acquire_lock(data_dir)
     except lifecycle.AlreadyRunning as exc:

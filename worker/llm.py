@@ -30,7 +30,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-import anthropic
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the SDK costs ~45 MB: imported only once a key makes Claude usable
+    import anthropic
 
 from memory_anchor.settings import Settings
 from worker.store.db import Database
@@ -137,6 +140,8 @@ class ClaudeClient:
 
     def _sdk(self) -> anthropic.Anthropic:
         if self._client is None:
+            import anthropic
+
             self._client = anthropic.Anthropic(
                 api_key=self.api_key,
                 base_url=self.base_url or None,
@@ -156,6 +161,8 @@ class ClaudeClient:
                 f"Claude is unavailable: this call may need ~{estimate} tokens and only "
                 f"{self.remaining_budget()} of today's budget are left"
             )
+        import anthropic
+
         attempts = self.settings.llm_max_retries + 1
         for attempt in range(attempts):
             try:

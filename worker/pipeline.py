@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from memory_anchor import paths
 from memory_anchor.projects import is_excluded, project_for_cwd
+from worker import heap
 from worker.inbox import InboxEvent
 from worker.sessions import Sessions
 from worker.store.records import Records
@@ -38,6 +39,7 @@ class Pipeline:
 
     async def run(self) -> None:
         """Drain forever: process due events, index new records, sleep until woken."""
+        busy = False
         while not self._stopping:
             try:
                 worked = await self.services.run_background(self.drain_once)
@@ -45,7 +47,11 @@ class Pipeline:
                 log.exception("pipeline pass failed; retrying shortly")
                 worked = 0
             if worked:
+                busy = True
                 continue
+            if busy:  # a burst just ended: hand its scratch memory back
+                heap.release_free_memory()
+                busy = False
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=1.0)

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from worker.heap import release_free_memory
+
 from worker.embeddings import DIMENSION
 
 log = logging.getLogger(__name__)
@@ -405,16 +407,6 @@ class ChromaStore:
             self._collection = None
             self._open()
             self._touch()
-
-
-def release_free_memory() -> None:
-    """Give freed heap back to the OS (glibc keeps it otherwise: ~190 MB after loading 100k vectors)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 def _chroma_meta(item: VectorItem) -> dict[str, Any]:
