@@ -6,12 +6,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast bench bench-locomo bench-scale e2e-deps clean help
+.PHONY: run test test-fast test-slow bench e2e-deps clean help
 
 help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
 	@echo "make test         run the whole test suite (installs everything it needs)"
-	@echo "make bench        run the benchmarks (spine, LoCoMo, scale) and print figures"
+	@echo "make test-slow    the slow tests too (real environment bootstraps, full benchmarks)"
+	@echo "make bench        run the benchmarks (spine, LoCoMo, branches, scale) and print figures"
 	@echo "make clean        remove the virtual environment and caches"
 
 $(STAMP): pyproject.toml
@@ -32,9 +33,13 @@ test: $(STAMP) e2e-deps
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m 'not slow and not e2e'
 
+test-slow: $(STAMP) e2e-deps
+	$(PY) -m pytest -q -m 'slow or not slow'
+
 bench: $(STAMP)
 	$(VENV)/bin/memory-anchor bench spine
 	$(VENV)/bin/memory-anchor bench locomo --data ../shared/bench/locomo-dev.json
+	$(VENV)/bin/memory-anchor bench branches --memories 10000
 	$(VENV)/bin/memory-anchor bench scale --n 100000
 
 clean:

@@ -88,7 +88,7 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
 async def _warm_up(services: Services) -> None:
     """Load the embedding model and vectors before the first search needs them."""
     try:
-        await services.run(services.warm_up)
+        await services.run_background(services.warm_up)
     except Exception:
         log.exception("warm-up failed; the first search will load what it needs")
 
