@@ -136,8 +136,15 @@ async def _serve(services: Services, host: str, port: int) -> None:
     log.info("listening on %s:%d", host, bound)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def request_stop(signum, frame) -> None:
+        # Plain handlers, left in place through shutdown: a second SIGTERM or
+        # Ctrl-C while stopping (make and timeout both forward one) is harmless.
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(stopping.set)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
+        signal.signal(sig, request_stop)
     started = time.monotonic()
     await stopping.wait()
     log.info("shutting down after %.0fs", time.monotonic() - started)
