@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
 	@echo "make test         run the whole test suite (installs everything it needs)"
-	@echo "make test-slow    the slow tests too (real environment bootstraps, full benchmarks)"
+	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
 	@echo "make bench        run the benchmarks (spine, LoCoMo, branches, scale) and print figures"
 	@echo "make clean        remove the virtual environment and caches"
 

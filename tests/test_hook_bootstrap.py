@@ -124,7 +124,7 @@ def run_bootstrap(plugin: Path, data: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-@pytest.mark.slow  # two venvs + pip installs: ~40 s each on a loaded 2-core machine
+# A real venv + pip install (about a minute on a quiet 2-core machine): the first run a user gets.
 def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch):
     """Real venv + pip install of a small plugin; an update builds the new version and restarts."""
     plugin, data = tmp_path / "plugin", tmp_path / "data"

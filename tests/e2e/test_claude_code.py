@@ -153,7 +153,7 @@ def test_compact_captures_before_and_reinjects_after(machine, fake_api, marker):
     assert "Memory Anchor" in text and observation["id"][:8] in text
 
 
-@pytest.mark.slow  # a real venv + pip install of the whole stack: ~3 min on a loaded 2-core machine
+# A real venv + pip install (about a minute on a quiet 2-core machine): the first run a user gets.
 def test_first_run_bootstraps_and_loses_nothing(tmp_path, claude_bin, plugin_root, fake_api, marker):
     """Only python3 on the machine, no worker, no environment: the session runs normally;
     the environment builds in the background, then the worker ingests every spooled event."""
