@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memory_anchor import paths
+from memory_anchor.processes import pid_alive
 
 
 class WorkerError(Exception):
@@ -39,7 +40,7 @@ class WorkerClient:
         """worker.json of a live worker, starting one if allowed."""
         from worker import lifecycle
 
-        if self._info is not None and lifecycle.pid_alive(self._info.pid):
+        if self._info is not None and pid_alive(self._info.pid):
             return self._info
         info = lifecycle.running_worker(self.data_dir)
         if info is None:

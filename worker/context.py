@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memory_anchor.projects import context_cache_path
+from worker.memory.common import one_line as _one_line
 from worker.store.records import Records, View, iso, resolve_view
 
 
@@ -80,11 +81,6 @@ def recent_observations(request: ContextRequest, conn, view: View) -> Section | 
 
 def _when(record: dict[str, Any]) -> str:
     return (iso(record.get("happened_at")) or "")[:16].replace("T", " ")
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 # The sections in the order Claude reads them. Identity comes first and is never

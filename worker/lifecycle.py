@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_anchor import __version__, paths
-from memory_anchor.processes import pid_alive  # noqa: F401 (re-exported for callers)
+from memory_anchor.processes import pid_alive
 
 
 class AlreadyRunning(Exception):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any, Callable
 
 from memory_anchor import paths
@@ -30,7 +29,6 @@ class Pipeline:
         self.sessions = Sessions(services)
         self._wake = asyncio.Event()
         self._stopping = False
-        self.processed = 0
         # Extra work other modules hook in, run after an event's records are written.
         self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
 
@@ -84,7 +82,6 @@ class Pipeline:
                 if event.event in ("Stop", "SessionEnd"):
                     draft = self.sessions.prepare_summary(event)
                 self._handle(event, draft)
-                self.processed += 1
             except Exception as exc:
                 log.exception("event %s (%s) failed", event.id, event.event)
                 self.inbox.fail(event, f"{type(exc).__name__}: {exc}")
@@ -176,13 +173,3 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "Stop": Pipeline.on_stop,
     "SessionEnd": Pipeline.on_stop,
 }
-
-
-def wait_until_idle(pipeline: Pipeline, timeout: float = 30.0) -> bool:
-    """For tests and benchmarks: True once nothing is pending."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pipeline.inbox.counts().get("pending"):
-            return True
-        time.sleep(0.05)
-    return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.store.records import MAIN, NotFound, Records, View, resolve_view
+from worker.store.records import MAIN, NotFound, Records, resolve_view
 
 TIMELINE_KINDS = ["prompt", "observation", "summary", "event", "fact", "memory", "relation"]
 
@@ -77,7 +77,3 @@ class Timeline:
         if row is None:
             raise NotFound(f"session {session_id} not found")
         return dict(row)
-
-
-def view_for(db, branch: str, as_of: Any) -> View:
-    return resolve_view(db.reader(), branch, as_of)

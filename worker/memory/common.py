@@ -125,3 +125,9 @@ def unique(values: Iterable[str]) -> list[str]:
         if value and value not in out:
             out.append(value)
     return out
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` flattened to one line and cut to `limit` characters (with …), for context lines."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.memory.common import DEFAULT_AGENT
+from worker.memory.common import DEFAULT_AGENT, one_line as _one_line
 from worker.store.records import iso
 
 
@@ -101,8 +101,3 @@ def approvals_section(request, conn, view):
         return None
     return _section("approvals", "Pending approvals",
                     [f"- {pending} proposal(s) wait for a human: `memory-anchor approvals list`"], share=0.05)  # fmt: skip
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

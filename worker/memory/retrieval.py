@@ -40,6 +40,16 @@ DEFAULT_LAYERS = (VERIFIED_FACT, EVENT_LOG, OPERATIONAL)
 L2_KINDS = ["event", "observation", "summary"]
 
 
+def _layer_filters(request: MemorySearch, layer: str) -> dict[str, Any]:
+    """The record filters of a layer's scope: facts are shared by all agents, events are per agent."""
+    filters: dict[str, Any] = {"kind": "fact" if layer == VERIFIED_FACT else L2_KINDS}
+    if request.project is not None:
+        filters["project"] = request.project
+    if layer == EVENT_LOG and not request.all_agents:
+        filters["agent_id"] = agent_scope(request.agent_id)
+    return filters
+
+
 class Retrieval:
     def __init__(self, model):
         self.model = model  # MemoryModel: identity, facts, events, operations, finder
@@ -61,17 +71,11 @@ class Retrieval:
         per_layer: dict[str, list[dict[str, Any]]] = {}
         finder = self.model.finder
         if VERIFIED_FACT in layers:
-            filters: dict[str, Any] = {"kind": "fact"}
-            if request.project is not None:
-                filters["project"] = request.project
+            filters = _layer_filters(request, VERIFIED_FACT)
             hits = finder.find(query, view, filters=filters, limit=request.limit, recent_fallback=False, conn=conn)
             per_layer[VERIFIED_FACT] = [self._fact_hit(h) for h in hits]
         if EVENT_LOG in layers:
-            filters = {"kind": L2_KINDS}
-            if request.project is not None:
-                filters["project"] = request.project
-            if not request.all_agents:
-                filters["agent_id"] = agent_scope(request.agent_id)
+            filters = _layer_filters(request, EVENT_LOG)
             time_range = (start, end)
             hits = []
             if rest.strip():
@@ -132,19 +136,13 @@ class Retrieval:
         out: list[dict[str, Any]] = []
         finder = self.model.finder
         if VERIFIED_FACT in layers:
-            filters: dict[str, Any] = {"kind": "fact"}
-            if request.project is not None:
-                filters["project"] = request.project
             out += [{**decorate(h), "layer": VERIFIED_FACT, "match": "recent", "score": 0.0}
-                    for h in finder.recent(conn, view, filters=filters, limit=request.limit)]  # fmt: skip
+                    for h in finder.recent(conn, view, filters=_layer_filters(request, VERIFIED_FACT),
+                                           limit=request.limit)]  # fmt: skip
         if EVENT_LOG in layers:
-            filters = {"kind": L2_KINDS}
-            if request.project is not None:
-                filters["project"] = request.project
-            if not request.all_agents:
-                filters["agent_id"] = agent_scope(request.agent_id)
             out += [{**h, "layer": EVENT_LOG, "match": "recent", "score": 0.0}
-                    for h in finder.recent(conn, view, filters=filters, limit=request.limit)]  # fmt: skip
+                    for h in finder.recent(conn, view, filters=_layer_filters(request, EVENT_LOG),
+                                           limit=request.limit)]  # fmt: skip
         out.sort(key=lambda h: -(h.get("happened_at") or 0))
         return out[: request.limit]
 
