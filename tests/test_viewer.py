@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import http.client
 import re
 import shutil
@@ -125,3 +126,53 @@ def test_hostile_memory_text_renders_as_text_in_a_browser(shared_worker, tmp_pat
     assert "&lt;img src=x" in dom  # ...as escaped text
     assert "<img" not in dom and '<b id="bold">' not in dom  # no element was made from it
     assert "<title>Memory Anchor</title>" in dom
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (optional check)")
+def test_decisions_are_clicked_through_in_a_browser(shared_worker, tmp_path: Path):
+    """A person approves, rejects and resolves with the viewer's buttons; the worker records each decision."""
+    from tests.browser import Browser
+
+    project = "/tmp/viewer-decisions"
+    agent = {"X-Memory-Anchor-Agent": "claude-code"}
+    identity = shared_worker.post(
+        "/api/v1/identity/proposals",
+        {"action": "add", "content": "Constraint: no network at run time", "reason": "stated twice", "project": project},
+        expect=202, headers=agent,
+    )  # fmt: skip
+    fact = shared_worker.post("/api/v1/facts", {"text": "We might shard the queue", "confidence": 0.8,
+                                                "project": f"{project}/facts"}, expect=201)  # fmt: skip
+    # Both sides of a fork write the same subject; an auto merge without Claude leaves the conflict open.
+    shared_worker.post("/api/v1/branches", {"name": "viewer-exp"}, expect=201)
+    subject = {"subject": "queue backend", "confidence": 0.95, "project": project}
+    shared_worker.post("/api/v1/facts", {"text": "The queue backend is Redis", **subject}, expect=201)
+    shared_worker.post("/api/v1/facts", {"text": "The queue backend is RabbitMQ", **subject}, expect=201,
+                       headers={"X-Memory-Anchor-Branch": "viewer-exp"})  # fmt: skip
+    shared_worker.post("/api/v1/branches/viewer-exp/merge", {"target": "main", "strategy": "auto"})
+    conflicts = shared_worker.get(f"/api/v1/conflicts?project={project}")["results"]
+    assert len(conflicts) == 1
+
+    with Browser(CHROMIUM, tmp_path / "profile") as browser:
+        browser.open(f"{shared_worker.url}/?token={shared_worker.token}")  # sets the cookie
+        browser.open(f"{shared_worker.url}/?project={project}#approvals")
+        browser.click_button("Approve")
+        browser.wait_for("document.body.textContent.includes('approved')")
+        assert len(browser.dialogs) == 3  # the identity layer's three confirmations, one by one
+
+        browser.open(f"{shared_worker.url}/?project={project}/facts#approvals")
+        browser.click_button("Reject")
+        browser.wait_for("document.body.textContent.includes('rejected')")
+
+        browser.open(f"{shared_worker.url}/?project={project}#conflicts")
+        browser.click_button("Keep new")
+        browser.wait_for("document.body.textContent.includes('resolved')")
+
+    approvals = {a["id"]: a for a in shared_worker.get("/api/v1/approvals?status=approved")["results"]}
+    assert approvals[identity["approval_id"]]["decided_by"] == f"human:{getpass.getuser()}"  # the worker's owner
+    assert "Constraint: no network at run time" in [
+        i["text"] for i in shared_worker.get(f"/api/v1/identity?project={project}")["results"]
+    ]
+    rejected = [a["id"] for a in shared_worker.get("/api/v1/approvals?status=rejected")["results"]]
+    assert fact["approval_id"] in rejected
+    resolved = shared_worker.get(f"/api/v1/conflicts?project={project}&status=resolved")["results"]
+    assert [(c["id"], c["resolution"]) for c in resolved] == [(conflicts[0]["id"], "keep_new")]

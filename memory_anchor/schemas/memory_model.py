@@ -74,7 +74,7 @@ class IdentityWrite(_Strict):
     priority: int | None = Field(None, ge=0, le=99)
     project: str = Field("", description="Project the item belongs to; '' = every project")
     confirmations: int = Field(0, description="How many confirmations the human gave (3 needed)")
-    actor: str = Field("human", description="Who is writing (a human's name)")
+    actor: str | None = Field(None, description="Who is writing (a human's name); default: the worker's OS account")
     reason: str | None = None
 
 
@@ -236,7 +236,7 @@ ApprovalKind = Literal["identity_change", "fact", "agent_write"]
 
 
 class Decision(_Strict):
-    actor: str = "human"
+    actor: str | None = Field(None, description="Who decides; default: the worker's OS account")
     note: str | None = None
     confirmations: int = Field(0, description="Identity changes need 3")
 
@@ -246,7 +246,7 @@ ConflictResolution = Literal["keep_existing", "keep_new", "keep_both"]
 
 class ConflictResolve(_Strict):
     resolution: ConflictResolution
-    actor: str = "human"
+    actor: str | None = Field(None, description="Who decides; default: the worker's OS account")
     note: str | None = None
 
 

@@ -93,7 +93,7 @@ class ApprovalQueue:
         return _row(row)
 
     def approve(self, approval_id: int, decision: Decision) -> dict[str, Any]:
-        if decision.actor.startswith("agent:"):
+        if (decision.actor or "").startswith("agent:"):
             raise RecordError("only a human can approve a proposal", code="forbidden", status=403)
         with self.db.transaction() as conn:
             approval = self._pending(conn, approval_id)
@@ -105,7 +105,7 @@ class ApprovalQueue:
             return self.get(approval_id, conn)
 
     def reject(self, approval_id: int, decision: Decision) -> dict[str, Any]:
-        if decision.actor.startswith("agent:"):
+        if (decision.actor or "").startswith("agent:"):
             raise RecordError("only a human can reject a proposal", code="forbidden", status=403)
         with self.db.transaction() as conn:
             approval = self._pending(conn, approval_id)

@@ -35,8 +35,18 @@ def agent_actor(agent_id: str | None) -> str:
 
 
 def human_actor(name: str | None) -> str:
-    name = (name or "human").strip() or "human"
+    """`human:<name>`; without a name, the account the worker runs as (the person who owns it)."""
+    name = (name or "").strip() or _login_name()
     return name if name.startswith("human:") else f"human:{name}"
+
+
+def _login_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return "human"
 
 
 def is_human(actor: str | None) -> bool:

@@ -83,7 +83,7 @@ class ConflictService:
         return self._expand(conn, dict(row))
 
     def resolve(self, conflict_id: int, request: ConflictResolve) -> dict[str, Any]:
-        if request.actor.startswith("agent:"):
+        if (request.actor or "").startswith("agent:"):
             raise RecordError("only a human can resolve a conflict", code="forbidden", status=403)
         actor = human_actor(request.actor)
         with self.db.transaction() as conn:

@@ -183,7 +183,7 @@ class IdentityService:
 
     @staticmethod
     def _require_human(write: IdentityWrite, action: str) -> str:
-        if write.actor.startswith("agent:"):
+        if (write.actor or "").startswith("agent:"):
             refuse_agent_identity_write(write.actor[6:])
         if write.confirmations < IDENTITY_CONFIRMATIONS:
             raise RecordError(

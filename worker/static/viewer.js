@@ -389,7 +389,7 @@ function approvalCard(approval, reload) {
       }
     }
     try {
-      await api("POST", `/api/v1/approvals/${enc(approval.id)}/${verb}`, { body: { actor: "human", note: note.value || null, confirmations } });
+      await api("POST", `/api/v1/approvals/${enc(approval.id)}/${verb}`, { body: { note: note.value || null, confirmations } });
       flash(`approval ${approval.id} ${verb === "approve" ? "approved" : "rejected"}`);
       refreshCounts();
       reload();
@@ -425,7 +425,7 @@ function conflictCard(conflict, reload) {
   const note = el("input", { type: "text", placeholder: "note (optional)" });
   async function resolve(resolution) {
     try {
-      await api("POST", `/api/v1/conflicts/${enc(conflict.id)}/resolve`, { body: { resolution, actor: "human", note: note.value || null } });
+      await api("POST", `/api/v1/conflicts/${enc(conflict.id)}/resolve`, { body: { resolution, note: note.value || null } });
       flash(`conflict ${conflict.id} resolved (${resolution})`);
       refreshCounts();
       reload();
