@@ -26,7 +26,9 @@ How a search runs:
    question may be asked later about something said earlier).
 2. Candidates: the nearest vectors within the scope (in-memory index, see
    vectors.py) and the best BM25 matches of the shaped keyword query (stop words
-   and over-frequent words dropped, so FTS5 stays fast at 100k rows).
+   and over-frequent words dropped, so FTS5 stays fast at 100k rows) over each
+   record's own words plus, at low weight, its thread neighbours' words
+   (`records_thread_fts`, see migration 0003).
 3. Only the version each record has in `view` survives (branch visibility and
    as_of), then status and metadata filters.
 4. Scores are fused (weighted, each list normalised), then lifted by neighbour
@@ -64,6 +66,9 @@ from worker.store.records import RecordError, Records, View, parse_time
 from worker.vectors import VectorFilter, Vectors
 
 MODES = ("hybrid", "vector", "keyword")
+# How many times more rows a word matches in records_thread_fts (own text + two
+# neighbours on each side) than in the records' own text.
+CONTEXT_EXPANSION = 5
 # Query embeddings run here while the calling thread queries FTS5.
 _EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 NEVER_SEARCHED_KINDS = ("identity",)
@@ -104,6 +109,7 @@ class Tuning:
     recency_weight: float = 0.02  # at most this much for the newest record in the results
     confidence_weight: float = 0.05
     date_weight: float = 0.3
+    context_weight: float = 0.3  # BM25 weight of a record's neighbours' words (the `context` column)
     max_df_ratio: float = 0.2  # drop keyword terms found in more than this share of documents
     max_df_docs: int = 2000  # ... or in more than this many (FTS5 cost grows with matching rows)
 
@@ -196,21 +202,30 @@ class SearchService:
             return []
         where, params = view.sql("r")
         conditions, cond_params = scope.sql("r")
+        # records_thread_fts columns: text, title, context (the thread neighbours' words, see
+        # migration 0003). One BM25 over all three lets a question whose words are split
+        # between a turn and the one before or after it rank that turn.
         sql = f"""
-            SELECT f.rowid AS seq, bm25(records_fts, 1.0, 0.5) AS rank
-            FROM records_fts f JOIN records r ON r.seq = f.rowid
-            WHERE records_fts MATCH ? AND {where} {conditions}
+            SELECT f.rowid AS seq, bm25(records_thread_fts, 1.0, 0.5, ?) AS rank
+            FROM records_thread_fts f JOIN records r ON r.seq = f.rowid
+            WHERE records_thread_fts MATCH ? AND {where} {conditions}
             ORDER BY rank LIMIT ?
         """
         try:
-            rows = conn.execute(sql, [match, *params, *cond_params, k]).fetchall()
+            rows = conn.execute(sql, [self.tuning.context_weight, match, *params, *cond_params, k]).fetchall()
         except Exception:  # a malformed MATCH must not break search; we fall back instead
             return []
         # bm25() is lower-is-better and unbounded; flip the sign.
         return [(int(r["seq"]), -float(r["rank"])) for r in rows]
 
     def keyword_query(self, conn, query: str) -> str:
-        """The FTS5 MATCH expression for `query`: informative words OR-ed, each quoted."""
+        """The FTS5 MATCH expression for `query`: informative words OR-ed, each quoted.
+
+        A word is matched in the neighbours' words (the `context` column) too only
+        while that stays cheap: each record's context holds ~4 other records' words,
+        so a word matches up to ~5x as many rows there; common words are matched in
+        the records' own text only.
+        """
         words = []
         for word in re.findall(r"[\w']+", query.lower()):
             word = word.strip("'")
@@ -221,6 +236,7 @@ class SearchService:
             words.append(word)
         if not words:
             return ""
+        own_only: list[str] = []
         # Very frequent words match most rows: they make FTS5 slow and add nothing to ranking.
         # Cost grows with the number of matching rows, so the cap is both relative and absolute.
         total = self._total_docs(conn)
@@ -228,7 +244,13 @@ class SearchService:
             cap = min(self.tuning.max_df_ratio * total, self.tuning.max_df_docs)
             informative = [w for w in words if self._doc_freq(conn, w) <= cap]
             words = informative or sorted(words, key=lambda w: self._doc_freq(conn, w))[:1]
-        return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+            context_cap = self.tuning.max_df_docs / CONTEXT_EXPANSION
+            own_only = [w for w in words if self._doc_freq(conn, w) > context_cap]
+            words = [w for w in words if w not in own_only]
+        parts = ['"' + w.replace('"', "") + '"' for w in words]
+        if own_only:
+            parts.append("{text title} : (" + " OR ".join('"' + w.replace('"', "") + '"' for w in own_only) + ")")
+        return " OR ".join(parts)
 
     def _ensure_vocab(self, conn) -> None:
         if id(conn) in self._vocab_ready:
@@ -236,7 +258,9 @@ class SearchService:
         # A temp fts5vocab table (per connection) gives document frequencies per term.
         conn.execute("PRAGMA query_only=OFF")
         try:
-            conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, row)")
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, row)"
+            )
         finally:
             if conn is not self.db._writer:
                 conn.execute("PRAGMA query_only=ON")

@@ -12,6 +12,27 @@ import time
 
 Migration = tuple[str, str]
 
+# The (at most) two records written just before `new` in its thread, for the
+# thread-context trigger. Looks back over the thread's last 16 writes only, so a
+# write costs the same however long the session is and whatever kinds interleave.
+_THREAD_PREVIOUS = """
+    SELECT seq FROM (
+        SELECT seq FROM (
+            SELECT seq, kind, branch, version, op, text FROM records
+            WHERE new.session_id IS NOT NULL AND session_id = new.session_id AND seq < new.seq
+            ORDER BY seq DESC LIMIT 16)
+        WHERE kind = new.kind AND branch = new.branch AND version = 1 AND op = 'put' AND text != ''
+        LIMIT 2)
+    UNION ALL
+    SELECT seq FROM (
+        SELECT seq FROM (
+            SELECT seq, kind, branch, version, op, text FROM records
+            WHERE new.session_id IS NULL AND user_id = new.user_id AND seq < new.seq
+            ORDER BY seq DESC LIMIT 16)
+        WHERE kind = new.kind AND branch = new.branch AND version = 1 AND op = 'put' AND text != ''
+        LIMIT 2)
+"""
+
 CORE: list[Migration] = [
     (
         "0001_records",
@@ -149,6 +170,62 @@ CORE: list[Migration] = [
             output_tokens INTEGER NOT NULL DEFAULT 0,
             calls         INTEGER NOT NULL DEFAULT 0
         );
+        """,
+    ),
+    (
+        "0003_thread_context_fts",
+        f"""
+        -- The keyword index search ranks with: each record's own words plus, in a
+        -- low-weight `context` column, the words of its neighbours in its thread
+        -- (the two records before and the two after it, same session (else same
+        -- user), kind and branch). An answer often sits a turn away from the
+        -- question's words, and BM25 over own + neighbours' words finds it where
+        -- scoring each turn alone cannot (see team/retrieval-notes.md, session 2).
+        -- A regular FTS5 table (it keeps its own copy of the text) because a
+        -- record's context grows when the next records of its thread arrive.
+        -- Only first versions form the thread; a later version keeps the context
+        -- of the version it replaces. Each neighbour adds at most 200 characters.
+        CREATE VIRTUAL TABLE records_thread_fts USING fts5(
+            text, title, context,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+
+        -- What is already stored: neighbours found with window functions.
+        INSERT INTO records_thread_fts(rowid, text, title, context)
+        SELECT seq, text, title, CASE WHEN thread IS NULL THEN '' ELSE trim(
+                coalesce(lag(head, 2) OVER w, '') || ' ' || coalesce(lag(head, 1) OVER w, '') || ' ' ||
+                coalesce(lead(head, 1) OVER w, '') || ' ' || coalesce(lead(head, 2) OVER w, '')) END
+        FROM (
+            SELECT seq, text, coalesce(title, '') AS title, substr(text, 1, 200) AS head, kind, branch,
+                   CASE WHEN session_id IS NOT NULL THEN 's' || session_id
+                        WHEN user_id IS NOT NULL THEN 'u' || user_id END AS thread
+            FROM records WHERE op = 'put' AND text != '' AND version = 1
+        )
+        WINDOW w AS (PARTITION BY thread, kind, branch ORDER BY seq);
+        INSERT INTO records_thread_fts(rowid, text, title, context)
+        SELECT r.seq, r.text, coalesce(r.title, ''), coalesce((
+            SELECT f.context FROM records_thread_fts f
+            WHERE f.rowid = (SELECT min(seq) FROM records WHERE id = r.id)), '')
+        FROM records r WHERE r.op = 'put' AND r.text != '' AND r.version > 1;
+
+        CREATE TRIGGER records_thread_fts_insert AFTER INSERT ON records
+        WHEN new.op = 'put' AND new.text != '' BEGIN
+            INSERT INTO records_thread_fts(rowid, text, title, context)
+            VALUES (new.seq, new.text, coalesce(new.title, ''), CASE
+                WHEN new.version > 1 THEN coalesce((
+                    SELECT context FROM records_thread_fts
+                    WHERE rowid = (SELECT max(seq) FROM records WHERE id = new.id AND seq < new.seq)), '')
+                ELSE coalesce((
+                    SELECT group_concat(substr(text, 1, 200), ' ') FROM records
+                    WHERE seq IN ({_THREAD_PREVIOUS})), '')
+                END);
+            UPDATE records_thread_fts SET context = trim(context || ' ' || substr(new.text, 1, 200))
+            WHERE new.version = 1 AND rowid IN ({_THREAD_PREVIOUS});
+        END;
+
+        CREATE TRIGGER records_thread_fts_delete AFTER DELETE ON records BEGIN
+            DELETE FROM records_thread_fts WHERE rowid = old.seq;
+        END;
         """,
     ),
 ]
