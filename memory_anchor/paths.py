@@ -24,6 +24,7 @@ WORKER_INFO = "worker.json"
 SPOOL = "spool.jsonl"
 DATABASE = "memory.sqlite3"
 CHROMA = "chroma"
+VECTOR_SNAPSHOT = "vectors-snapshot.npz"  # the memory index, saved for a fast restart (worker/vectors.py)
 LOGS = "logs"
 WORKER_LOG = "worker.log"
 HOOKS_LOG = "hooks.log"
@@ -102,6 +103,10 @@ def database_path(base: Path | None = None) -> Path:
 
 def chroma_path(base: Path | None = None) -> Path:
     return _path(CHROMA, base)
+
+
+def vector_snapshot_path(base: Path | None = None) -> Path:
+    return _path(VECTOR_SNAPSHOT, base)
 
 
 def log_path(base: Path | None = None) -> Path:

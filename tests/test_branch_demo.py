@@ -21,6 +21,8 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from memory_anchor import paths
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "/tmp/status-code-demo"
 SUBJECT = "cause of the wrong status code on POST /orders"
@@ -158,6 +160,44 @@ def test_rest_errors_are_clear(worker):
     assert status == 400 and "as_of" in body["error"]["message"]
     status, body = worker.request("POST", "/api/v1/snapshots", {"label": "42"})
     assert status == 400 and "digits" in body["error"]["message"]
+
+
+def test_an_archived_branch_refuses_writes_and_its_session_writes_to_the_parent(worker):
+    session = "sess-archived"
+    headers = {"X-Memory-Anchor-Branch": "old-idea"}
+    worker.post("/api/v1/events", _event(session, "SessionStart", source="startup"), expect=202, headers=headers)
+    worker.wait_idle()
+    added = worker.post("/api/v1/memories", {"content": "kept on the branch", "user_id": "u", "branch": "old-idea"})
+    memory_id = added["results"][0]["id"] if isinstance(added, dict) else added[0]["id"]
+    assert worker.request("PATCH", "/api/v1/branches/old-idea", {"status": "archived"})[0] == 200
+
+    refused = [
+        worker.request("POST", "/api/v1/memories", {"content": "new", "user_id": "u", "branch": "old-idea"}),
+        worker.request("PUT", f"/api/v1/memories/{memory_id}?branch=old-idea", {"text": "changed"}),
+        worker.request("DELETE", f"/api/v1/memories/{memory_id}?branch=old-idea"),
+        worker.request("POST", "/api/v1/branches/main/merge", {"target": "old-idea", "strategy": "accept"}),
+        worker.request("POST", "/api/v1/branches/switch", {"session_id": "other", "branch": "old-idea"}),
+    ]
+    for status, body in refused:
+        assert status == 409 and body["error"]["code"] == "branch_archived", (status, body)
+        assert "restore" in body["error"]["message"]
+    assert worker.get(f"/api/v1/memories/{memory_id}?branch=old-idea")["memory"] == "kept on the branch"
+
+    # the session's hook events are still accepted, and land on the parent
+    tool_use = _event(
+        session, "PostToolUse", tool_name="Bash", tool_use_id="toolu_archived",
+        tool_input={"command": "make lint", "description": "lint after archiving"},
+        tool_response={"stdout": "archived-branch lint ok", "stderr": "", "interrupted": False},
+    )  # fmt: skip
+    worker.post("/api/v1/events", tool_use, expect=202, headers=headers)
+    worker.wait_idle()
+    on_main = worker.get(f"/api/v1/observations?session_id={session}&branch=main")["results"]
+    assert len(on_main) == 1 and on_main[0]["branch"] == "main"
+    assert "is archived (read-only)" in paths.log_path(worker.data_dir).read_text()
+
+    assert worker.request("PATCH", "/api/v1/branches/old-idea", {"status": "active"})[0] == 200
+    status, _ = worker.request("PUT", f"/api/v1/memories/{memory_id}?branch=old-idea", {"text": "changed"})
+    assert status == 200
 
 
 def test_cli_and_mcp_tools(worker, tmp_path):

@@ -288,6 +288,90 @@ def test_dry_run_writes_nothing(db):
     assert visible(db, "main", fact["id"]) is None
 
 
+def test_a_timestamp_never_lands_inside_a_merge(db):
+    fork(db, "a")
+    ids = [put(db, f"fact {i}", "a")["id"] for i in range(4)]
+    before = Records.head_seq(db.reader())
+    result = MergeEngine(db).merge("a", "main", "accept")
+    seqs = sorted(m["target_seq"] for m in result["merged"])
+    assert len(seqs) == 4
+    rows = db.reader().execute(
+        f"SELECT created_at FROM records WHERE seq IN ({','.join('?' * len(seqs))})", seqs
+    ).fetchall()
+    assert len({r[0] for r in rows}) == 1  # one transaction, one time
+    written_at = rows[0][0]
+    # the moment the merge wrote sees all of it; the instant before, none of it
+    assert all(visible(db, "main", i, as_of=written_at) for i in ids)
+    assert resolve_view(db.reader(), "main", written_at).as_of == seqs[-1]
+    assert all(visible(db, "main", i, as_of=written_at - 1e-4) is None for i in ids)
+    assert resolve_view(db.reader(), "main", written_at - 1e-4).as_of == before
+
+
+# --- archived branches ------------------------------------------------------------------
+
+
+def archive(db, name, status="archived"):
+    with db.transaction() as conn:
+        registry.set_status(conn, name, status)
+
+
+def test_an_archived_branch_is_read_only_until_restored(db):
+    fork(db, "exp")
+    fact = put(db, "kept as it was", "exp")
+    archive(db, "exp")
+    def delete():
+        with db.transaction() as conn:
+            Records.delete(conn, fact["id"], branch="exp")
+
+    for write in (lambda: put(db, "new", "exp"), lambda: update(db, fact["id"], "exp", text="changed"), delete):
+        with pytest.raises(RecordError) as refused:
+            write()
+        assert (refused.value.code, refused.value.status) == ("branch_archived", 409)
+        assert "restore" in str(refused.value)
+    # still readable, and mergeable from, but not into
+    assert visible(db, "exp", fact["id"])["text"] == "kept as it was"
+    put(db, "on main", "main")
+    for dry_run in (True, False):
+        with pytest.raises(RecordError) as refused:
+            MergeEngine(db).merge("main", "exp", "accept", dry_run=dry_run)
+        assert refused.value.code == "branch_archived"
+    assert MergeEngine(db).merge("exp", "main", "accept")["merged"][0]["id"] == fact["id"]
+    with pytest.raises(RecordError, match="archived"), db.transaction() as conn:
+        sessions.switch_session_branch(conn, "s1", "exp")
+    archive(db, "exp", "active")
+    assert update(db, fact["id"], "exp", text="changed")["text"] == "changed"
+    with db.transaction() as conn:
+        assert sessions.switch_session_branch(conn, "s1", "exp")["branch"] == "exp"
+
+
+def test_captured_events_of_an_archived_branch_go_to_its_nearest_writable_ancestor(db, caplog):
+    from types import SimpleNamespace
+
+    from worker.inbox import InboxEvent
+    from worker.sessions import Sessions
+
+    fork(db, "a")
+    fork(db, "a/b", parent="a")
+    tracker = Sessions(SimpleNamespace(settings=Settings()))
+
+    def write_branch(session_id: str, header: str | None = None) -> str:
+        event = InboxEvent(1, "PostToolUse", session_id, {"cwd": "/tmp/p"}, 0, header, None, 0.0)
+        with db.transaction() as conn:
+            return tracker.touch(conn, event)["branch"]
+
+    assert write_branch("s1", "a/b") == "a/b"
+    archive(db, "a/b")
+    archive(db, "a")
+    with caplog.at_level("WARNING", logger="worker.sessions"):
+        assert write_branch("s1") == "main"  # a known session
+        assert write_branch("s2", "a/b") == "main"  # a new one sent there by MEMORY_ANCHOR_BRANCH
+    assert "archived" in caplog.text and "'main'" in caplog.text
+    archive(db, "a", "active")
+    assert write_branch("s1") == "a"
+    archive(db, "a/b", "active")
+    assert write_branch("s1") == "a/b"  # the session's own branch again once restored
+
+
 # --- deletion ---------------------------------------------------------------------------
 
 

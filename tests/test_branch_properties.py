@@ -141,6 +141,7 @@ class BranchMachine(RuleBasedStateMachine):
         self.points: list[int] = [0]  # heads between operations
         self.snaps: dict[str, int] = {}
         self.times: list[tuple[float, int]] = []  # (wall time after an op, head then)
+        self.merge_times: list[tuple[float, int]] = []  # (created_at of a merge's rows, head after it)
         self.counter = 0
 
     def teardown(self):
@@ -157,6 +158,16 @@ class BranchMachine(RuleBasedStateMachine):
         time.sleep(0.0005)  # distinct wall times around each op
         self.times.append((time.time(), self.ref.head))
         time.sleep(0.0005)
+
+    def _note_merge_time(self, copied: dict) -> None:
+        """The time a merge's rows carry: as_of that time must show the whole merge, not part of it."""
+        seqs = [m["target_seq"] for m in copied.values()]
+        if not seqs:
+            return
+        stamps = self.db.reader().execute(
+            f"SELECT DISTINCT created_at FROM records WHERE seq IN ({','.join('?' * len(seqs))})", seqs
+        ).fetchall()
+        self.merge_times += [(row[0], self.ref.head) for row in stamps]
 
     def _visible_ids(self, branch: str) -> list[str]:
         # Creation order, not uuid order: draws must not depend on random ids.
@@ -267,6 +278,7 @@ class BranchMachine(RuleBasedStateMachine):
             v = expected[record_id]
             self.ref.write(target, record_id, Version(copied[record_id]["target_seq"], v.op, v.text, v.status, v.canon))
         self._after_op()
+        self._note_merge_time(copied)
         if strategy == "auto":
             assert result["open_conflicts"] == len(result["conflicts"])
 
@@ -306,7 +318,7 @@ class BranchMachine(RuleBasedStateMachine):
                 self.check_view(conn, branch, point)
             for label, seq in self.snaps.items():
                 self.check_view(conn, branch, seq, as_of=label, ids=self.ids[-4:])
-            for when, seq in self.times[-4:]:
+            for when, seq in self.times[-4:] + self.merge_times[-4:]:
                 self.check_view(conn, branch, seq, as_of=when, ids=self.ids[-4:])
 
     def check_view(self, conn, branch, point, as_of=None, ids=None):

@@ -215,6 +215,25 @@ def test_truncate_fields_limits_long_lists() -> None:
     assert out["files"][-1] == "…[4990 more items]…"
 
 
+def test_sanitize_limits_long_lists_in_the_same_pass() -> None:
+    out = sanitize({"files": [f"f{i}" for i in range(5000)], "password": "hunter2"}, 100, max_items=10)
+    assert out["files"][:10] == [f"f{i}" for i in range(10)]
+    assert out["files"][-1] == "…[4990 more items]…"
+    assert out["password"] == "[REDACTED:secret_field]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'ſecret = "hunter22"',  # the rules' case folding: U+017F long s is an s to them
+        "3 passed; DB_PASSWORD=hunter22",
+        "3 passed\npassword: hunter22",
+    ],
+)
+def test_the_cheap_pre_checks_never_hide_a_secret_from_the_rules(text: str) -> None:
+    assert "hunter22" not in redact_text(text)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12), children, max_size=5),

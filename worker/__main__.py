@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--data-dir", type=Path, default=None)
     run.add_argument("--port", type=int, default=None)
     args = parser.parse_args(argv)
+    # One BLAS thread, set before numpy loads: scoring vectors is memory-bound, and
+    # on a busy 2-core machine a second OpenBLAS thread doubled its time (measured);
+    # concurrent requests get the other core instead.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from worker.app import run_worker
 
     return run_worker(args.data_dir, port=args.port)

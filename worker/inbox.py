@@ -23,6 +23,8 @@ from worker.store.db import Database
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 8
+# Spooled events committed per transaction (the write lock is held that long).
+SPOOL_BATCH = 500
 
 
 @dataclass
@@ -47,6 +49,17 @@ def dedup_key(payload: dict[str, Any], event_id: str | None) -> str:
     return "hash:" + hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
 
 
+@dataclass
+class Arrival:
+    """A hook event to commit, with what came with it besides the payload."""
+
+    payload: dict[str, Any]
+    event_id: str | None = None
+    branch: str | None = None
+    agent_id: str | None = None
+    received_at: float | None = None
+
+
 class Inbox:
     def __init__(self, db: Database):
         self.db = db
@@ -61,26 +74,39 @@ class Inbox:
         received_at: float | None = None,
     ) -> tuple[int, bool]:
         """Commit one event; returns (inbox id, duplicate?)."""
-        key = dedup_key(payload, event_id)
-        text = json.dumps(payload, ensure_ascii=False, default=str)
+        return self.accept_many([Arrival(payload, event_id, branch, agent_id, received_at)])[0]
+
+    def accept_many(self, arrivals: list[Arrival]) -> list[tuple[int, bool]]:
+        """Commit these events in one transaction; (inbox id, duplicate?) for each, in order.
+
+        Rows are inserted one by one, so an event repeated within the batch is a
+        duplicate of its first copy, exactly as if they had come one at a time.
+        """
         with self.db.transaction() as conn:
-            cursor = conn.execute(
-                """INSERT INTO inbox(dedup_key, event, session_id, payload, received_at, branch, agent_id)
-                   VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(dedup_key) DO NOTHING""",
-                (
-                    key,
-                    str(payload.get("hook_event_name", "")),
-                    payload.get("session_id") if isinstance(payload.get("session_id"), str) else None,
-                    text,
-                    received_at or time.time(),
-                    branch,
-                    agent_id,
-                ),
-            )
-            if cursor.rowcount == 1:
-                return int(cursor.lastrowid), False
-            row = conn.execute("SELECT id FROM inbox WHERE dedup_key = ?", (key,)).fetchone()
-            return int(row[0]), True
+            return [self._insert(conn, arrival) for arrival in arrivals]
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, arrival: Arrival) -> tuple[int, bool]:
+        payload = arrival.payload
+        key = dedup_key(payload, arrival.event_id)
+        session_id = payload.get("session_id")
+        cursor = conn.execute(
+            """INSERT INTO inbox(dedup_key, event, session_id, payload, received_at, branch, agent_id)
+               VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(dedup_key) DO NOTHING""",
+            (
+                key,
+                str(payload.get("hook_event_name", "")),
+                session_id if isinstance(session_id, str) else None,
+                json.dumps(payload, ensure_ascii=False, default=str),
+                arrival.received_at or time.time(),
+                arrival.branch,
+                arrival.agent_id,
+            ),
+        )
+        if cursor.rowcount == 1:
+            return int(cursor.lastrowid), False
+        row = conn.execute("SELECT id FROM inbox WHERE dedup_key = ?", (key,)).fetchone()
+        return int(row[0]), True
 
     def claim(self, limit: int = 64) -> list[InboxEvent]:
         """The oldest pending events that are due (retries wait for their backoff)."""
@@ -151,7 +177,7 @@ class Inbox:
             os.replace(spool, claimed)
         except FileNotFoundError:
             return 0
-        count = 0
+        arrivals: list[Arrival] = []
         rejects: list[str] = []
         for line in claimed.read_text(encoding="utf-8", errors="replace").splitlines():
             if not line.strip():
@@ -164,14 +190,12 @@ class Inbox:
             except (ValueError, KeyError, TypeError):
                 rejects.append(line)
                 continue
-            self.accept(
-                payload,
-                event_id=entry.get("id"),
-                branch=entry.get("branch"),
-                agent_id=entry.get("agent_id"),
-                received_at=entry.get("received_at"),
+            arrivals.append(
+                Arrival(payload, entry.get("id"), entry.get("branch"), entry.get("agent_id"), entry.get("received_at"))
             )
-            count += 1
+        for start in range(0, len(arrivals), SPOOL_BATCH):
+            self.accept_many(arrivals[start : start + SPOOL_BATCH])
+        count = len(arrivals)
         if rejects:
             with open(spool.with_name("spool.rejected.jsonl"), "a", encoding="utf-8") as handle:
                 handle.write("\n".join(rejects) + "\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Callable
 
 from memory_anchor import paths
@@ -22,6 +23,18 @@ from worker.store.records import Records
 log = logging.getLogger(__name__)
 
 BATCH = 64
+# While hook events stream in, the pipeline holds back: a hook waits on every
+# 202, nobody waits on distilling, and both compete for the same CPU and GIL.
+# A pass waits for a pause of CAPTURE_QUIET (never longer than CAPTURE_MAX_DEFER,
+# so a steady stream still gets processed); while events arrived within the last
+# CAPTURE_RECENT seconds a pass is kept short: a small batch, and indexing stops
+# as soon as events arrive again.
+CAPTURE_QUIET = 0.05
+CAPTURE_MAX_DEFER = 2.0
+CAPTURE_RECENT = 1.0
+BUSY_BATCH = 8
+
+
 class Pipeline:
     def __init__(self, services):
         self.services = services
@@ -29,16 +42,35 @@ class Pipeline:
         self.sessions = Sessions(services)
         self._wake = asyncio.Event()
         self._stopping = False
+        self._last_capture = 0.0
         # Extra work other modules hook in, run after an event's records are written.
         self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
 
     def wake(self) -> None:
         self._wake.set()
 
+    def captured(self) -> None:
+        """A hook event was just accepted: process it soon, but not while more are arriving."""
+        self._last_capture = time.monotonic()
+        self._wake.set()
+
+    def _quiet_for(self) -> float:
+        """Seconds since the last hook event was accepted."""
+        return time.monotonic() - self._last_capture
+
+    async def _yield_to_capture(self) -> None:
+        deadline = time.monotonic() + CAPTURE_MAX_DEFER
+        while not self._stopping and time.monotonic() < deadline:
+            quiet_for = self._quiet_for()
+            if quiet_for >= CAPTURE_QUIET:
+                return
+            await asyncio.sleep(CAPTURE_QUIET - quiet_for)
+
     async def run(self) -> None:
         """Drain forever: process due events, index new records, sleep until woken."""
         busy = False
         while not self._stopping:
+            await self._yield_to_capture()
             try:
                 worked = await self.services.run_background(self.drain_once)
             except Exception:
@@ -65,11 +97,20 @@ class Pipeline:
         spool = paths.spool_path(self.services.data_dir)
         if spool.exists():
             self.inbox.ingest_spool(spool)
-        events = self.inbox.claim(BATCH)
+        events = self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH)
         if events:
             self.process(events)
-        indexed = self.services.indexer.drain()
-        return len(events) + (indexed or 0)
+        return len(events) + self._index_pending()
+
+    def _index_pending(self) -> int:
+        """Embed what is queued, batch by batch, until done or hook events arrive again."""
+        indexed = 0
+        while self._quiet_for() >= CAPTURE_QUIET:
+            done = self.services.indexer.drain_once()
+            if not done:
+                break
+            indexed += done
+        return indexed
 
     def process(self, events: list[InboxEvent]) -> None:
         tool_uses = [e for e in events if e.event == "PostToolUse"]

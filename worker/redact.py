@@ -7,9 +7,11 @@ Three steps, always in this order (`sanitize` runs them all):
    end, erring on the side of privacy).
 2. `redact`: secrets are replaced by `[REDACTED:<kind>]`. Provider keys are
    recognised by their prefixes; credentials in config and env assignments,
-   URLs and headers by their context; dict values by their key name.
-3. `truncate_fields`: oversized strings keep their head and tail around a
-   `…[truncated N chars]…` marker, so a 5 MB tool output is stored, cut down.
+   URLs and headers by their context; dict values by their key name. One scan
+   for all the rules' needles and keywords first lets most strings skip them.
+3. `truncate`: oversized strings keep their head and tail around a
+   `…[truncated N chars]…` marker, so a 5 MB tool output is stored, cut down;
+   long lists keep their first items.
 
 Redaction runs before truncation so that a cut can never leave half a secret
 behind a marker. Every function accepts JSON-like values of any shape and
@@ -19,6 +21,7 @@ matches a pattern, so redacting twice is the same as redacting once.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -192,21 +195,11 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
 
 def redact_text(text: str) -> str:
     """Replace every secret found in `text` with `[REDACTED:<kind>]`."""
-    if not text:
+    if not text or not _may_hold_secret(text):
         return text
-    lowered: str | None = None
     for kind, pattern, replacement in _RULES:
-        needles = _NEEDLES.get(kind)
-        if needles is not None and not any(n in text for n in needles):
-            continue
-        if needles is None:
-            # Context rules: skip unless a keyword they need is present at all.
-            lowered = lowered if lowered is not None else text.lower()
-            if not _has_context_keyword(kind, lowered):
-                continue
-        new = pattern.sub(replacement if replacement is not None else marker(kind), text)
-        if new != text:
-            text, lowered = new, None
+        if _rule_may_apply(kind, text):
+            text = pattern.sub(replacement if replacement is not None else marker(kind), text)
     return text
 
 
@@ -215,14 +208,67 @@ _CONTEXT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "authorization": ("authorization",),
     "url_secret": ("=",),
     "cli_secret": ("--",),
+    # The secret words of `_SECRET_WORDS` / `_ENV_SECRET_WORDS`, no shorter: a
+    # bare "pass" (as in "3 passed") would send most test output through the rules.
     "secret_assignment": (
-        "pass", "secret", "token", "key", "credential",
+        "passw", "passphrase", "secret", "token", "key", "credential",
     ),
 }  # fmt: skip
 
 
-def _has_context_keyword(kind: str, lowered: str) -> bool:
-    return any(word in lowered for word in _CONTEXT_KEYWORDS.get(kind, ("",)))
+def _any_of(words: tuple[str, ...] | set[str], *, ignore_case: bool) -> str:
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    # Case-insensitive the way the rules are (re's Unicode folding: `ſecret` is
+    # `secret` to them), which a substring test on text.lower() is not.
+    return f"(?i:{alternatives})" if ignore_case else alternatives
+
+
+_CONTEXT_PATTERNS = {kind: re.compile(_any_of(words, ignore_case=True)) for kind, words in _CONTEXT_KEYWORDS.items()}
+
+
+def _rule_may_apply(kind: str, text: str) -> bool:
+    """Cheap pre-check: a provider rule needs its needle, a context rule a keyword."""
+    needles = _NEEDLES.get(kind)
+    if needles is not None:
+        return any(n in text for n in needles)
+    context = _CONTEXT_PATTERNS.get(kind)
+    return context is None or context.search(text) is not None
+
+
+def _build_gates() -> tuple[re.Pattern[str], tuple[str, ...]] | None:
+    """What any rule needs to find, as (one pattern, lower-case words); None if some rule needs nothing.
+
+    Most captured strings (ids, paths, plain output) contain none of it, and one
+    scan rejects them for a fraction of what checking rule by rule costs.
+    """
+    kinds = {kind for kind, _, _ in _RULES}
+    if any(kind not in _NEEDLES and kind not in _CONTEXT_KEYWORDS for kind in kinds):
+        return None
+    needles = {n for kind in kinds for n in _NEEDLES.get(kind, ())}
+    keywords = {w for kind in kinds for w in _CONTEXT_KEYWORDS.get(kind, ())}
+    pattern = re.compile(_any_of(needles, ignore_case=False) + "|" + _any_of(keywords, ignore_case=True))
+    words = {w.lower() for w in needles | keywords}
+    # A word that contains another adds nothing: the shorter one is found whenever it is.
+    shortest = tuple(sorted(w for w in words if not any(other != w and other in w for other in words)))
+    return pattern, shortest
+
+
+_GATES = _build_gates()
+
+
+def _may_hold_secret(text: str) -> bool:
+    if _GATES is None:
+        return True
+    pattern, words = _GATES
+    if not text.isascii():
+        # re's case folding (`ſ` is an s, `K` a k) goes beyond str.lower(): ask the pattern.
+        return pattern.search(text) is not None
+    # On ASCII text, substring tests on the lower-cased text find the same, several times faster.
+    lowered = text.lower()
+    for word in words:
+        if word in lowered:
+            return True
+    return False
 
 
 # --- secrets by key name --------------------------------------------------------
@@ -234,6 +280,7 @@ _SECRET_KEY_SUFFIXES = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)  # hook payloads repeat the same few keys in every event
 def is_secret_key(key: str) -> bool:
     """Whether a dict key names a secret (`password`, `api_key`, `X-Auth-Token`, ...).
 
@@ -246,7 +293,8 @@ def is_secret_key(key: str) -> bool:
 # --- recursive helpers ------------------------------------------------------------
 
 
-def _walk(value: Any, on_text: Callable[[str], str], on_secret_key: bool) -> Any:
+def _walk(value: Any, on_text: Callable[[str], str], on_secret_key: bool, max_items: int | None = None) -> Any:
+    """`value` with `on_text` applied to every string; lists cut to `max_items` if given."""
     if isinstance(value, str):
         return on_text(value)
     if isinstance(value, dict):
@@ -260,13 +308,23 @@ def _walk(value: Any, on_text: Callable[[str], str], on_secret_key: bool) -> Any
                 and not item.startswith(MARKER_PREFIX)
                 and is_secret_key(key)
             ):
-                out[key] = marker("secret_field")
+                # Through on_text like any string (markers never match a rule): a
+                # size limit applies to them too.
+                out[key] = on_text(marker("secret_field"))
             else:
-                out[key] = _walk(item, on_text, on_secret_key)
+                out[key] = _walk(item, on_text, on_secret_key, max_items)
         return out
     if isinstance(value, (list, tuple)):
-        return [_walk(item, on_text, on_secret_key) for item in value]
+        kept = value if max_items is None else value[:max_items]
+        items = [_walk(item, on_text, on_secret_key, max_items) for item in kept]
+        if len(value) > len(kept):
+            items.append(_more_items(len(value) - len(kept)))
+        return items
     return value
+
+
+def _more_items(count: int) -> str:
+    return f"…[{count} more items]…"
 
 
 def redact(value: Any) -> Any:
@@ -352,7 +410,7 @@ def truncate_fields(value: Any, max_chars: int, max_items: int = 1000) -> Any:
     if isinstance(value, (list, tuple)):
         items = [truncate_fields(item, max_chars, max_items) for item in value[:max_items]]
         if len(value) > max_items:
-            items.append(f"…[{len(value) - max_items} more items]…")
+            items.append(_more_items(len(value) - max_items))
         return items
     return value
 
@@ -363,5 +421,7 @@ def sanitize(value: Any, max_chars: int | None = None, max_items: int = 1000) ->
     `max_chars` bounds each string (None: no truncation); lists keep their first
     `max_items` items when a limit is given.
     """
-    cleaned = _walk(value, lambda text: sanitize_text(text, max_chars), on_secret_key=True)
-    return truncate_fields(cleaned, max_chars, max_items) if max_chars else cleaned
+    # One walk does it all: each string is cleaned and cut by sanitize_text, lists are cut here.
+    return _walk(
+        value, lambda text: sanitize_text(text, max_chars), on_secret_key=True, max_items=max_items if max_chars else None
+    )

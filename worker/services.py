@@ -20,7 +20,8 @@ from typing import Any, Callable, TypeVar
 
 from memory_anchor import paths
 from memory_anchor.settings import Settings
-from worker.inbox import Inbox
+from worker.group_commit import GroupCommit
+from worker.inbox import Arrival, Inbox
 from worker.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class Services:
         # slow down accepting hook events or answering searches.
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ma-api")
         self.background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-pipeline", initializer=_lower_priority)
+        # Hook events posted together are committed together (still each before its 202).
+        self.event_commits: GroupCommit[Arrival, tuple[int, bool]] = GroupCommit(self.inbox.accept_many, self.run)
 
     # --- built on first use --------------------------------------------------
 
@@ -53,7 +56,7 @@ class Services:
     def vectors(self):
         from worker.vectors import Vectors
 
-        return Vectors(paths.chroma_path(self.data_dir))
+        return Vectors(paths.chroma_path(self.data_dir), snapshot=paths.vector_snapshot_path(self.data_dir))
 
     @cached_property
     def indexer(self):

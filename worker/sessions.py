@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
@@ -10,6 +11,7 @@ from memory_anchor.projects import is_excluded, project_for_cwd
 from worker.inbox import InboxEvent
 from worker.store.records import Records, resolve_view
 
+log = logging.getLogger(__name__)
 SUMMARY_NAMESPACE = uuid.UUID("6f0b8a1e-3c1d-4b7e-9a52-1d2f3e4a5b6c")
 
 
@@ -47,9 +49,23 @@ class Sessions:
             bump = f", {counter} = {counter} + 1" if counter else ""
             conn.execute(f"UPDATE sessions SET last_seen_at = ?{bump} WHERE session_id = ?", (now, session_id))
         session = dict(conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone())
+        session["branch"] = self._write_branch(conn, session)
         patterns = self.services.settings.excluded_projects
         session["excluded"] = bool(patterns) and is_excluded(session["project"], patterns)
         return session
+
+    @staticmethod
+    def _write_branch(conn, session: dict[str, Any]) -> str:
+        """The session's branch, or the ancestor it writes to while that branch is archived."""
+        from worker.branching.branches import writable_branch
+
+        branch = writable_branch(conn, session["branch"])
+        if branch != session["branch"]:
+            log.warning(
+                "branch %r of session %s is archived (read-only); writing its captured events to %r",
+                session["branch"], session["session_id"], branch,
+            )  # fmt: skip
+        return branch
 
     def choose_branch(self, conn, event: InboxEvent) -> str:
         """The branch a session writes to: switch > env header > fork auto-branch > default (worker.branching.sessions)."""

@@ -1,6 +1,7 @@
 """Search on a branch three levels deep and at an as_of point, next to the same search on main.
 
 `memory-anchor bench branches --memories 10000 --memories 100000`
+(`--work-dir D --reuse` re-runs only the searches over D's data from an earlier run)
 
 For each size: a fresh worker; most memories are written on main, then
 `l1` forks main, `l1/l2` forks `l1`, `l1/l2/l3` forks `l1/l2`, each writing its
@@ -14,11 +15,12 @@ Targets: branch/as_of p95 within 1.5x of main's and under 50 ms.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from memory_anchor.bench.workdir import fresh_or_reused, wait_vectors_loaded
 
 WORDS = (
     "cache router schema migration index token queue worker branch merge snapshot retry timeout "
@@ -60,31 +62,43 @@ def _measure(client, queries: list[str], branch: str, as_of: str | None) -> list
     return latencies
 
 
-def bench_size(size: int, work: Path, queries: int) -> list[tuple[str, float, float, float]]:
+def _write_views(client, size: int) -> None:
+    """Main, the snapshot in the middle, the three branch levels, then main again after the forks."""
     from memory_anchor import branch_api
+
+    share = max(1, size // 30)  # each branch level writes ~3%, main writes after the forks ~3%
+    on_main = size - 4 * share
+    _write(client, "main", 0, on_main // 2)
+    branch_api.snapshot(client, "bench-mid", "main")
+    _write(client, "main", on_main // 2, on_main - on_main // 2)
+    parent, done = "main", on_main
+    for name in ("l1", "l1/l2", DEEP):
+        branch_api.create_branch(client, name, parent=parent, description="benchmark level")
+        _write(client, name, done, share)
+        parent, done = name, done + share
+    _write(client, "main", done, share)  # after the forks: invisible on the branches
+
+
+def bench_size(size: int, work: Path, queries: int, reuse: bool = False) -> list[tuple[str, float, float, float]]:
     from memory_anchor.client import WorkerClient
     from worker import lifecycle
 
     data_dir = work / f"data-{size}"
-    shutil.rmtree(data_dir, ignore_errors=True)
+    reused = fresh_or_reused(data_dir, reuse)
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
+    t0 = time.perf_counter()
     lifecycle.start_background(data_dir, wait=120)
     client = WorkerClient(data_dir, timeout=600, autostart=False)
     try:
-        share = max(1, size // 30)  # each branch level writes ~3%, main writes after the forks ~3%
-        on_main = size - 4 * share
-        t0 = time.perf_counter()
-        _write(client, "main", 0, on_main // 2)
-        branch_api.snapshot(client, "bench-mid", "main")
-        _write(client, "main", on_main // 2, on_main - on_main // 2)
-        parent, done = "main", on_main
-        for name in ("l1", "l1/l2", DEEP):
-            branch_api.create_branch(client, name, parent=parent, description="benchmark level")
-            _write(client, name, done, share)
-            parent, done = name, done + share
-        _write(client, "main", done, share)  # after the forks: invisible on the branches
-        client.wait_idle(timeout=7200)
-        print(f"  {size:,} memories written and embedded in {time.perf_counter() - t0:.0f} s", flush=True)
+        if reused:
+            wait_vectors_loaded(client)
+            print(f"  {size:,} memories reused; worker started and vectors loaded in {time.perf_counter() - t0:.1f} s",
+                  flush=True)  # fmt: skip
+        else:
+            t0 = time.perf_counter()
+            _write_views(client, size)
+            client.wait_idle(timeout=7200)
+            print(f"  {size:,} memories written and embedded in {time.perf_counter() - t0:.0f} s", flush=True)
         texts = [f"{WORDS[n % len(WORDS)]} {WORDS[(n * 5 + 1) % len(WORDS)]} problem" for n in range(queries)]
         _measure(client, texts[:20], "main", None)  # warm up caches
         rows = []
@@ -99,6 +113,7 @@ def bench_size(size: int, work: Path, queries: int) -> list[tuple[str, float, fl
             p50, p95 = statistics.median(lat), percentile(lat, 0.95)
             base = base or p95
             rows.append((label, p50, p95, p95 / base))
+        print(f"  worker RSS after the searches: {client.get('/api/v1/status')['rss_mb']:.0f} MB", flush=True)
         return rows
     finally:
         lifecycle.stop(data_dir)
@@ -111,7 +126,7 @@ def run(args) -> int:
     print(f"Memory Anchor branch-search benchmark (data in {work})", flush=True)
     results: list[tuple[int, str, float, float, float]] = []
     for size in sizes:
-        for label, p50, p95, ratio in bench_size(size, work, args.queries):
+        for label, p50, p95, ratio in bench_size(size, work, args.queries, bool(getattr(args, "reuse", False))):
             results.append((size, label, p50, p95, ratio))
     print()
     print(f"{'memories':>9}  {'search on':<28} {'p50 ms':>7} {'p95 ms':>7} {'p95 vs main':>12}  target")

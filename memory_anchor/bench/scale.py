@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from memory_anchor.bench.locomo import percentile
+from memory_anchor.bench.workdir import fresh_or_reused, wait_vectors_loaded
 
 TARGETS = {"ingest_minutes": 15, "search_p95_ms": 50, "rss_mb": 500}
 PROJECTS = [f"/home/dev/src/{name}" for name in ("billing-api", "web-shop", "data-pipeline", "mobile-app", "infra")]
@@ -76,13 +76,12 @@ def run(args) -> int:
     n = int(args.n)
     work = Path(args.work_dir) if getattr(args, "work_dir", None) else Path(tempfile.mkdtemp(prefix="ma-bench-scale-"))
     data_dir = work / "data"
-    reuse = bool(getattr(args, "reuse", False)) and (data_dir / "memory.sqlite3").exists()
-    if not reuse:
-        shutil.rmtree(data_dir, ignore_errors=True)
+    reuse = fresh_or_reused(data_dir, bool(getattr(args, "reuse", False)))
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ.pop("ANTHROPIC_API_KEY", None)
     rng = random.Random(42)
     print(f"Memory Anchor scale benchmark: {n} memories (data in {data_dir})", flush=True)
+    started = time.perf_counter()
     lifecycle.start_background(data_dir, wait=120)
     client = WorkerClient(data_dir, timeout=600, autostart=False)
     rows: list[tuple[str, str, str]] = []
@@ -95,9 +94,8 @@ def run(args) -> int:
             written = n
             branches = {p: f"exp/{Path(p).name}" for p in PROJECTS}
             rows.append(("ingest", "skipped (--reuse)", "-"))
-            t0 = time.perf_counter()
-            client.post("/api/v1/memories/search", {"query": "warm up", "top_k": 1})
-            rows.append(("first search after start", f"{time.perf_counter() - t0:.1f} s (loads the vectors)", "-"))
+            wait_vectors_loaded(client)
+            rows.append(("start-up until vectors loaded", f"{time.perf_counter() - started:.1f} s", "-"))
         while written < n:
             count = min(BATCH, n - written)
             project = PROJECTS[(written // BATCH) % len(PROJECTS)]

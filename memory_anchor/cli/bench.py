@@ -11,6 +11,7 @@ BENCHES = {
     "spine": "hook wall time, capture rate, search and context latency, worker RSS",
     "locomo": "LoCoMo turn-level recall@5/10/20: default, BM25-only and dense-only search",
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
+    "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
 }
 
 
@@ -45,7 +46,16 @@ def register(sub) -> None:
     branches.add_argument("--memories", type=int, action="append", help="memories stored (repeatable; default 10000 and 100000)")
     branches.add_argument("--queries", type=int, default=200, help="searches per measured view")
     branches.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
+    branches.add_argument("--reuse", action="store_true", help="search-only re-run over --work-dir's data from an earlier run")
     branches.set_defaults(handler=_runner("branches"))
+
+    vectors = which.add_parser("vectors", help=BENCHES["vectors"])
+    source = vectors.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data-dir", type=Path, help="a data dir whose stored vectors to use (its worker stopped)")
+    source.add_argument("--random", type=int, help="this many random unit vectors (speed only)")
+    vectors.add_argument("--queries", type=int, default=200, help="queries (embedded here from the bench texts)")
+    vectors.add_argument("--k", type=int, default=60, help="top k (the search service asks for 60)")
+    vectors.set_defaults(handler=_runner("vectors"))
 
 
 def _runner(name: str):

@@ -61,11 +61,11 @@ def register(sub) -> None:
     history.add_argument("-n", "--limit", type=int, default=20)
     history.set_defaults(handler=merge_history)
 
-    archive = cmds.add_parser("archive", help="hide a branch from active lists (its memory stays readable)")
+    archive = cmds.add_parser("archive", help="hide a branch from active lists and make it read-only (its memory stays readable)")
     archive.add_argument("name")
     archive.set_defaults(handler=lambda args: _status(args, "archived"))
 
-    restore = cmds.add_parser("restore", help="make an archived branch active again")
+    restore = cmds.add_parser("restore", help="make an archived branch active (and writable) again")
     restore.add_argument("name")
     restore.set_defaults(handler=lambda args: _status(args, "active"))
 

@@ -8,6 +8,7 @@ from memory_anchor import paths
 from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS
 from worker.api.middleware import read_json_object
 from worker.capture import sanitize_event
+from worker.inbox import Arrival
 from worker.store.records import RecordError, validate_branch_name
 
 routes = web.RouteTableDef()
@@ -28,16 +29,16 @@ async def post_event(request: web.Request) -> web.Response:
     branch = request.headers.get(BRANCH_HEADER) or None
     if branch:
         validate_branch_name(branch)
-    clean = sanitize_event(payload, services.settings)
-    inbox_id, duplicate = services.inbox.accept(
-        clean,
+    arrival = Arrival(
+        sanitize_event(payload, services.settings),
         event_id=request.headers.get(EVENT_ID_HEADER),
         branch=branch,
         agent_id=request.headers.get(AGENT_HEADER) or None,
     )
+    inbox_id, duplicate = await services.event_commits.submit(arrival)
     pipeline = request.app.get("pipeline")
     if pipeline is not None:
-        pipeline.wake()
+        pipeline.captured()
     return web.json_response({"status": "accepted", "id": inbox_id, "duplicate": duplicate}, status=202)
 
 

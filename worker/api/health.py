@@ -37,6 +37,7 @@ async def status(request: web.Request) -> web.Response:
             "pending_vectors": pending_vectors,
             "llm": {"available": services.llm_available()},
             "rss_mb": round(_rss_bytes() / 2**20, 1),
+            "vectors_loaded": services.vectors.loaded,
         }
     )
 

@@ -79,6 +79,20 @@ def create_branch(
     return get_branch(conn, name)
 
 
+def writable_branch(conn: sqlite3.Connection, name: str) -> str:
+    """`name`, or if it is archived its nearest ancestor that is not (main never is).
+
+    Captured hook events must never be lost, so a session whose branch was
+    archived writes to the branch it came from until the branch is restored.
+    """
+    current = name
+    while True:
+        row = conn.execute("SELECT parent, status FROM branches WHERE name = ?", (current,)).fetchone()
+        if row is None or row["status"] != "archived" or row["parent"] is None:
+            return current
+        current = row["parent"]
+
+
 def ensure_branch(
     conn: sqlite3.Connection, name: str, *, parent: str = MAIN, actor: str | None = None, description: str = ""
 ) -> tuple[dict[str, Any], bool]:

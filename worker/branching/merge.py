@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from worker.branching import branches as registry
 from worker.branching.diff import Change, Conflict, Diff, compute_diff, is_live, normalise
 from worker.store.db import Database
-from worker.store.records import MAIN, RecordError, Records, iso
+from worker.store.records import MAIN, RecordError, Records, ensure_writable, iso
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ class MergeEngine:
         for key, value in resolutions.items():
             if value not in ("source", "target"):
                 raise RecordError(f"resolution for {key!r} must be 'source' or 'target', got {value!r}")
+        ensure_writable(self.db.reader(), target)  # archived: refused before the judge is asked
         # Ask the slow judge outside the write lock; decisions are keyed by conflict key.
         planned = compute_diff(self.db.reader(), source, target)
         if strategy == "cherry_pick":

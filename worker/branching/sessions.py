@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.branching.branches import branch_exists, ensure_branch
-from worker.store.records import MAIN, NotFound, RecordError, validate_branch_name
+from worker.store.records import MAIN, NotFound, RecordError, ensure_writable, validate_branch_name
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,7 @@ def switch_session_branch(
             raise NotFound(f"branch {branch!r} does not exist; create it first or pass create=true")
         ensure_branch(conn, branch, parent=parent or MAIN, actor=actor)
         created = True
+    ensure_writable(conn, branch)  # the session's writes would have nowhere to go
     previous = session_branch(conn, session_id)
     _remember(conn, session_id, branch, "switch")
     _sync(conn, session_id, branch)

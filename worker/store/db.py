@@ -18,9 +18,19 @@ from pathlib import Path
 BUSY_TIMEOUT_MS = 30_000
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
+class Connection(sqlite3.Connection):
+    """A connection that knows when its current write transaction began.
+
+    Records stamp every row a transaction writes with that one time, so a
+    timestamp `as_of` always falls between transactions, never inside one.
+    """
+
+    transaction_started_at: float | None = None
+
+
+def connect(path: Path | str) -> Connection:
     conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, factory=Connection
     )
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
@@ -57,12 +67,16 @@ class Database:
                 yield conn
                 return
             _begin_immediate(conn)
+            conn.transaction_started_at = time.time()
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            else:
+                conn.execute("COMMIT")
+            finally:
+                conn.transaction_started_at = None
 
     def reader(self) -> sqlite3.Connection:
         """A read connection for the calling thread (the writer's, inside a write)."""

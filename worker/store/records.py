@@ -134,8 +134,27 @@ def resolve_as_of(conn: sqlite3.Connection, as_of: Any) -> int:
 
 
 def _seq_at_time(conn: sqlite3.Connection, when: float) -> int:
+    # All rows of one transaction share its start time (`_write_time`), so this
+    # is always the last seq of a whole transaction: a merge is seen whole or not at all.
     row = conn.execute("SELECT max(seq) FROM records WHERE created_at <= ?", (when,)).fetchone()
     return int(row[0] or 0)
+
+
+def _write_time(conn: sqlite3.Connection) -> float:
+    """`created_at` for a row: the start of the write transaction (`Database.transaction`)."""
+    return getattr(conn, "transaction_started_at", None) or time.time()
+
+
+def ensure_writable(conn: sqlite3.Connection, branch: str) -> None:
+    """Refuse a write to an archived branch: archiving makes a branch read-only."""
+    row = conn.execute("SELECT status FROM branches WHERE name = ?", (branch,)).fetchone()
+    if row is not None and row[0] == "archived":
+        raise RecordError(
+            f"branch {branch!r} is archived, so it is read-only; restore it first "
+            f"(`memory-anchor branch restore {branch}`, or PATCH /api/v1/branches/{branch} with status=active)",
+            code="branch_archived",
+            status=409,
+        )
 
 
 def parse_time(value: Any) -> float:
@@ -297,7 +316,8 @@ class Records:
         unknown = set(values) - set(WRITABLE)
         if unknown:
             raise TypeError(f"unknown record columns: {sorted(unknown)}")
-        now = time.time()
+        ensure_writable(conn, branch)
+        now = _write_time(conn)
         row = {k: values.get(k) for k in WRITABLE}
         row["text"] = row["text"] or ""
         row["project"] = row["project"] or ""
