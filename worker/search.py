@@ -369,23 +369,7 @@ class SearchService:
         """
         weight = self.tuning.neighbour_weight
         ranked = sorted(records, key=lambda s: -relevance[s])[: self.tuning.neighbour_candidates]
-        links: dict[int, list[int]] = {}
-        for seq in ranked:
-            record = records[seq]
-            if record.get("session_id"):
-                column, value = "session_id", record["session_id"]
-            elif record.get("user_id"):
-                column, value = "user_id", record["user_id"]
-            else:
-                continue
-            for op, order in (("<", "DESC"), (">", "ASC")):
-                rows = conn.execute(
-                    f"SELECT seq FROM records WHERE {column} = ? AND seq {op} ? AND op = 'put' AND kind = ? "
-                    f"ORDER BY seq {order} LIMIT 2",
-                    (value, seq, record["kind"]),
-                ).fetchall()
-                for distance, row in enumerate(rows, start=1):
-                    links.setdefault(seq, []).append((row[0], distance))
+        links = _thread_neighbours(conn, [records[seq] for seq in ranked])
         neighbours = {n for ns in links.values() for n, _ in ns}
         fresh = neighbours - records.keys()
         if fresh:
@@ -552,6 +536,41 @@ def _speaker(record: dict[str, Any]) -> str | None:
     """The author of a chat-transcript record written as "Name: text", if any."""
     m = _SPEAKER_RE.match(record.get("head") or record.get("text") or "")
     return m.group(1) if m else None
+
+
+def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tuple[int, int]]]:
+    """seq -> [(neighbour seq, distance 1 or 2)]: the two records before and after each in its thread.
+
+    One statement for all records (a UNION ALL of small index walks): one
+    query per record and side cost more in call overhead than in the walks.
+    """
+    parts, params, sides = [], [], []
+    for record in records:
+        if record.get("session_id"):
+            column, value = "session_id", record["session_id"]
+        elif record.get("user_id"):
+            column, value = "user_id", record["user_id"]
+        else:
+            continue
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            parts.append(
+                f"SELECT {len(sides)} AS side, seq FROM (SELECT seq FROM records WHERE {column} = ? AND seq {op} ? "
+                f"AND op = 'put' AND kind = ? ORDER BY seq {order} LIMIT 2)"
+            )
+            params += [value, record["seq"], record["kind"]]
+            sides.append((record["seq"], op))
+    found: dict[int, list[int]] = {}
+    for start in range(0, len(parts), 400):  # SQLite allows 500 terms in one compound SELECT
+        sql = " UNION ALL ".join(parts[start : start + 400])
+        chunk = params[start * 3 : (start + 400) * 3]
+        for side, seq in conn.execute(sql, chunk):
+            found.setdefault(side, []).append(seq)
+    links: dict[int, list[tuple[int, int]]] = {}
+    for side, neighbours in found.items():
+        origin, op = sides[side]
+        nearest_first = sorted(neighbours, reverse=(op == "<"))
+        links.setdefault(origin, []).extend((n, d) for d, n in enumerate(nearest_first, start=1))
+    return links
 
 
 def _named_in(query: str) -> set[str]:
