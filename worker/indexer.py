@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from worker.embeddings import Embedder
+from worker.heap import release_free_memory
 from worker.store.db import Database
 from worker.store.records import Records
 from worker.vectors import META_KEYS, VectorItem, Vectors
@@ -37,6 +38,7 @@ NOT_EMBEDDED = frozenset({"identity"})
 # its title and summary (its narrative and command output are found by keywords),
 # anything else by the head of its text.
 EMBED_MAX_CHARS = 512
+BULK = 32  # records indexed by one API write after which the heap is trimmed
 
 
 def embedding_text(record: dict[str, Any]) -> str:
@@ -99,6 +101,9 @@ class Indexer:
         total = 0
         for start in range(0, len(seqs), self.batch_size):
             total += self._index(seqs[start : start + self.batch_size])
+        if total >= BULK:
+            # A bulk add leaves tokenizer and activation scratch in the heap; glibc keeps it otherwise.
+            release_free_memory()
         return total
 
     def rebuild(self) -> int:
