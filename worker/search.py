@@ -247,9 +247,9 @@ class SearchService:
             context_cap = self.tuning.max_df_docs / CONTEXT_EXPANSION
             own_only = [w for w in words if self._doc_freq(conn, w) > context_cap]
             words = [w for w in words if w not in own_only]
-        parts = ['"' + w.replace('"', "") + '"' for w in words]
+        parts = [_fts_phrase(w) for w in words]
         if own_only:
-            parts.append("{text title} : (" + " OR ".join('"' + w.replace('"', "") + '"' for w in own_only) + ")")
+            parts.append("{text title} : (" + " OR ".join(_fts_phrase(w) for w in own_only) + ")")
         return " OR ".join(parts)
 
     def _ensure_vocab(self, conn) -> None:
@@ -536,6 +536,11 @@ def _speaker(record: dict[str, Any]) -> str | None:
     """The author of a chat-transcript record written as "Name: text", if any."""
     m = _SPEAKER_RE.match(record.get("head") or record.get("text") or "")
     return m.group(1) if m else None
+
+
+def _fts_phrase(word: str) -> str:
+    """`word` as an FTS5 string, so no word of a query is read as an operator."""
+    return '"' + word.replace('"', "") + '"'
 
 
 def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tuple[int, int]]]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -47,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from worker.heap import release_free_memory
-
+from worker.atomic_write import replaced_atomically
 from worker.embeddings import DIMENSION
+from worker.heap import release_free_memory
 
 log = logging.getLogger(__name__)
 
@@ -637,12 +636,8 @@ class IndexSnapshot:
     def write(self, index: MemoryIndex) -> None:
         arrays = index.export()
         arrays["format"] = np.array([SNAPSHOT_FORMAT, index.dim], dtype=np.int64)
-        partial = self.path.with_name(self.path.name + ".partial")
-        with open(partial, "wb") as handle:
+        with replaced_atomically(self.path) as handle:
             np.savez(handle, **arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, self.path)
 
     def invalidate(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -217,6 +217,38 @@ class NewVersion:
     values: dict[str, Any] = field(default_factory=dict)
 
 
+def _split_filters(filters: dict[str, Any] | None) -> tuple[list[tuple[str, list[Any]]], list[tuple[str, list[Any]]]] | None:
+    """Column filters as (stable, changing) lists of (column, allowed values); None when one allows nothing.
+
+    A column that can change between versions (status, type, fact_key, the
+    branch a version was written on, ...) must be tested on the head only:
+    tested on every version, an older version would pass for the head. Stable
+    columns (kind, project, user/agent/run/session ids) can be tested on every
+    version, which lets SQLite narrow the rows early.
+    """
+    stable: list[tuple[str, list[Any]]] = []
+    changing: list[tuple[str, list[Any]]] = []
+    for column, value in (filters or {}).items():
+        if column not in WRITABLE and column not in ("branch", "id"):
+            raise RecordError(f"cannot filter on {column!r}")
+        if value is None:
+            continue
+        values = list(value) if isinstance(value, (list, tuple, set)) else [value]
+        if not values:
+            return None
+        (stable if column in STABLE_COLUMNS else changing).append((column, values))
+    return stable, changing
+
+
+def _in_clauses(filters: list[tuple[str, list[Any]]]) -> tuple[list[str], list[Any]]:
+    """`r.<column> IN (?, ...)` per filter, and their parameters."""
+    clauses, params = [], []
+    for column, values in filters:
+        clauses.append(f"r.{column} IN ({','.join('?' * len(values))})")
+        params.extend(values)
+    return clauses, params
+
+
 class Records:
     """Reads and writes of versioned records. Callers pass the connection.
 
@@ -407,27 +439,13 @@ class Records:
         if order not in QUERY_ORDERS:
             raise RecordError(f"order must be one of {', '.join(QUERY_ORDERS)}")
         where, params = view.sql("r")
-        conditions, cond_params = [], []
-        outer = ["r.op = 'put'"]
-        outer_params: list[Any] = []
-        for column, value in (filters or {}).items():
-            if column not in WRITABLE and column not in ("branch", "id"):
-                raise RecordError(f"cannot filter on {column!r}")
-            if value is None:
-                continue
-            # A column that can change between versions (status, type, fact_key,
-            # the branch a version was written on, ...) must be tested on the head
-            # only: tested inside, an older version would pass as the head.
-            target, target_params = (conditions, cond_params) if column in STABLE_COLUMNS else (outer, outer_params)
-            if isinstance(value, (list, tuple, set)):
-                values = list(value)
-                if not values:
-                    return [], 0
-                target.append(f"r.{column} IN ({','.join('?' * len(values))})")
-                target_params.extend(values)
-            else:
-                target.append(f"r.{column} = ?")
-                target_params.append(value)
+        split = _split_filters(filters)
+        if split is None:
+            return [], 0
+        stable, changing = split
+        conditions, cond_params = _in_clauses(stable)
+        changing_clauses, outer_params = _in_clauses(changing)
+        outer = ["r.op = 'put'", *changing_clauses]
         inner_where = " AND ".join([where, *conditions]) if conditions else where
         if statuses:
             outer.append(f"r.status IN ({','.join('?' * len(statuses))})")
@@ -466,20 +484,14 @@ class Records:
         first page with a total, at a cost that grows with the whole scope.
         """
         where, params = view.sql("r")
-        inner, inner_params, checks = [where], list(params), []
-        for column, value in (filters or {}).items():
-            if column not in WRITABLE and column not in ("branch", "id"):
-                raise RecordError(f"cannot filter on {column!r}")
-            if value is None:
-                continue
-            allowed = set(value) if isinstance(value, (list, tuple, set)) else {value}
-            if not allowed:
-                return []
-            if column in STABLE_COLUMNS:
-                inner.append(f"r.{column} IN ({','.join('?' * len(allowed))})")
-                inner_params.extend(allowed)
-            else:
-                checks.append((column, allowed))
+        split = _split_filters(filters)
+        if split is None:
+            return []
+        stable, changing = split
+        stable_clauses, stable_params = _in_clauses(stable)
+        inner, inner_params = [where, *stable_clauses], [*params, *stable_params]
+        # Columns that change between versions are checked on the head row itself, in Python.
+        checks = [(column, set(values)) for column, values in changing]
         if statuses:
             checks.append(("status", set(statuses)))
         found: list[dict[str, Any]] = []
