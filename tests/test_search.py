@@ -260,3 +260,30 @@ def test_search_during_vector_load_answers_by_keyword(tmp_path, embedder):
         assert hits and hits[0]["match"] == "keyword"
     assert second.search("flaky upload retry test")[0]["match"] == "vector+keyword"
     second.close()
+
+
+def test_dense_query_drops_the_names_of_transcript_speakers(store):
+    """A chat stored as "Name: text" embeds the name into every turn: a question naming
+    the speaker must not pull the speaker's empty turns by the name alone."""
+    chat = [
+        "Ada: Cool, thanks Ada!",
+        "Ada: Haha, yes!",
+        "Ada: Sounds great, talk soon!",
+        "Ada: Wow, that's amazing!",
+        "Ada: Last weekend we went camping in the mountains and roasted marshmallows with the kids.",
+        "Ada: I signed up for a pottery class, working with clay calms me down.",
+        "Bob: I spent the whole weekend fixing my bike.",
+    ]
+    for text in chat:
+        store.put(text)
+    conn = store.db.reader()
+    service = store.service
+    assert service.dense_query(conn, "What hobbies does Ada have in Lisbon?") == "What hobbies does have in Lisbon?"
+    assert service.dense_query(conn, "Where did Ada's sister and Bob go?") == "Where did sister and go?"
+    # Not a speaker of any record: a name is content like any other word.
+    assert service.dense_query(conn, "What did Zed say?") == "What did Zed say?"
+    assert service.dense_query(conn, "Ada") == "Ada"  # nothing left to embed: keep the query
+
+    for mode in ("vector", "hybrid"):
+        found = texts(store.search("What hobbies does Ada have?", mode=mode, top_k=2))
+        assert set(found) == {chat[4], chat[5]}, (mode, found)

@@ -25,14 +25,16 @@ How a search runs:
    records that happened in that window get a boost (not a hard filter: the
    question may be asked later about something said earlier).
 2. Candidates: the nearest vectors within the scope (in-memory index, see
-   vectors.py) and the best BM25 matches of the shaped keyword query (stop words
+   vectors.py; the query is embedded without the names of the transcript
+   speakers it mentions: step 4's speaker boost scores who spoke) and the best
+   BM25 matches of the shaped keyword query (stop words
    and over-frequent words dropped, so FTS5 stays fast at 100k rows) over each
    record's own words plus, at low weight, its thread neighbours' words
    (`records_thread_fts`, see migration 0003).
 3. Only the version each record has in `view` survives (branch visibility and
    as_of), then status and metadata filters.
 4. Scores are fused (weighted, each list normalised), then lifted by neighbour
-   context, recency, confidence and date match; the result is scaled to 0..1.
+   context, the speaker the query names, recency, confidence and date match; the result is scaled to 0..1.
 5. Fallback chain so that a search of non-empty memory answers: semantic (and
    keyword) → keyword only → most recent records in scope. Fallback hits score 0.
    A `threshold` is applied last and can leave the result empty: a caller who
@@ -100,12 +102,12 @@ STOP_WORDS = frozenset(
 class Tuning:
     """The knobs of ranking; defaults were tuned on the dev benchmark file (see team/retrieval-notes.md)."""
 
-    dense_weight: float = 0.4
-    keyword_weight: float = 0.6
+    dense_weight: float = 0.5
+    keyword_weight: float = 0.5
     candidates: int = 60  # per list, at least (top_k * 4 if larger)
     neighbour_weight: float = 0.4  # share of the best adjacent record's relevance added
     neighbour_candidates: int = 30  # how many of the best candidates look for neighbours
-    speaker_weight: float = 0.2  # "Name: ..." records whose speaker the query names
+    speaker_weight: float = 0.5  # "Name: ..." records whose speaker the query names
     recency_weight: float = 0.02  # at most this much for the newest record in the results
     confidence_weight: float = 0.05
     date_weight: float = 0.3
@@ -135,6 +137,7 @@ class SearchService:
         self._df_cache: OrderedDict[str, tuple[float, int]] = OrderedDict()
         self._df_lock = threading.Lock()
         self._doc_count: tuple[float, int] = (0.0, 0)
+        self._speaker_cache: OrderedDict[str, tuple[float, bool]] = OrderedDict()
         self._vocab_ready: set[int] = set()
 
     # --- the one public entry point -------------------------------------------------
@@ -171,7 +174,7 @@ class SearchService:
             candidates: dict[int, _Candidate] = {}
             dense = mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None
             # The query embedding (onnxruntime) and FTS5 (SQLite) both release the GIL: overlap them.
-            pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, query) if dense else None
+            pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, self.dense_query(conn, query)) if dense else None
             keyword_hits = self._keyword(conn, query, view, scope, wanted) if mode in ("hybrid", "keyword") else []
             if pending_vector is not None:
                 for seq, score in self._dense(pending_vector.result(), view, scope, wanted):
@@ -217,6 +220,45 @@ class SearchService:
             return []
         # bm25() is lower-is-better and unbounded; flip the sign.
         return [(int(r["seq"]), -float(r["rank"])) for r in rows]
+
+    def dense_query(self, conn, query: str) -> str:
+        """`query` as the dense side embeds it: without the names of transcript speakers.
+
+        A record written as "Ada: text" is embedded with its speaker's name, so
+        a question naming Ada pulls Ada's short turns ("Ada: Cool, thanks!") by
+        the name alone, ahead of the turns that answer it. Who spoke is what the
+        speaker boost in `_rank` scores; the embedding should match the content.
+        Other capitalised words (places, titles) stay: they are content.
+        """
+        speakers = [name for name in _named_in(query) if self._is_speaker(conn, name)]
+        if not speakers:
+            return query
+        names = "|".join(re.escape(name) for name in sorted(speakers, key=len, reverse=True))
+        stripped = " ".join(re.sub(rf"\b(?:{names})(?:'s)?\b", " ", query).split())
+        return stripped if re.search(r"\w", stripped) else query
+
+    def _is_speaker(self, conn, name: str) -> bool:
+        """Whether some record is written as "<name>: ..." (cached for five minutes)."""
+        with self._df_lock:
+            cached = self._speaker_cache.get(name)
+            if cached and time.monotonic() - cached[0] < 300:
+                return cached[1]
+        # FTS5's initial-token query (^) finds records that open with the word; the
+        # prefix check looks at 200 of them at most. Worst case, a word in all of
+        # 100k records and first in none: ~8 ms, once per word per cache period.
+        sql = """
+            SELECT 1 FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT 200) f
+            JOIN records r ON r.seq = f.rowid WHERE substr(r.text, 1, ?) = ? LIMIT 1
+        """
+        try:
+            found = conn.execute(sql, ("{text} : ^" + _fts_phrase(name), len(name) + 2, f"{name}: ")).fetchone()
+        except sqlite3.OperationalError:
+            found = None
+        with self._df_lock:
+            self._speaker_cache[name] = (time.monotonic(), found is not None)
+            while len(self._speaker_cache) > 10_000:
+                self._speaker_cache.popitem(last=False)
+        return found is not None
 
     def keyword_query(self, conn, query: str) -> str:
         """The FTS5 MATCH expression for `query`: informative words OR-ed, each quoted.
