@@ -32,15 +32,24 @@ def test_rewrite_keeps_the_vectors(tmp_path):
     rewritten = Embedder(cache_dir=tmp_path).embed(SENTENCES)
     original = _float_weight_vectors(SENTENCES)
     cosines = (rewritten * original).sum(axis=1)
-    assert cosines.min() > 0.998, cosines
+    assert cosines.min() > 0.997, cosines  # measured 0.9977 at worst over 1,500 texts
 
 
-def test_rewritten_model_keeps_the_weights_in_int8():
+def test_a_texts_vector_does_not_depend_on_its_batch(tmp_path):
+    embedder = Embedder(cache_dir=tmp_path)
+    together = embedder.embed(SENTENCES)
+    alone = np.stack([embedder.embed([text])[0] for text in SENTENCES])
+    assert np.array_equal(together, alone)
+
+
+def test_rewritten_model_multiplies_in_integers():
     import onnx
 
     model = onnx.load_from_string(integer_model.rewrite(default_model_path().read_bytes()))
-    ops = {node.op_type for node in model.graph.node}
-    assert "MatMulNBits" in ops
+    ops = [node.op_type for node in model.graph.node]
+    assert ops.count("MatMulInteger") == 36  # 6 layers x (Q, K, V, attention out, 2 feed-forward)
+    assert ops.count("MatMul") == 12  # left in float: attention's scores and weighted sum (no weights)
+    assert ops.count("QuantizeLinear") == 24  # Q, K and V share one quantization of their input
     float_weights = sum(
         np.prod(init.dims) for init in model.graph.initializer if init.data_type == onnx.TensorProto.FLOAT
     )

@@ -11,11 +11,16 @@ onnxruntime runs a rewrite of that file that keeps the weights in int8
     query = embedder.embed_one("text")        # (384,) float32
 
 The model loads on first use (about 0.4 s) and is shared by all threads.
+Each onnxruntime call runs on one thread; a long list of texts is embedded as
+several batches at once, one per core (`threads`). On this 2-core machine that
+embedded 1.2-1.3x more texts per second than one call using two threads, and a
+single short query was no slower.
 """
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +30,7 @@ from worker.heap import release_free_memory
 
 DIMENSION = 384
 MAX_TOKENS = 256  # the model was trained on 256-token windows
-MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-matmulnbits"
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-rowwise"
 # Padded tokens per onnxruntime call: attention needs memory quadratic in the
 # padded length, so 32 texts of 256 tokens in one call would briefly take
 # ~650 MB; 2,048 tokens keep the peak under ~200 MB at the same speed.
@@ -78,6 +83,7 @@ class Embedder:
         self.batch_size = batch_size
         self._load_lock = threading.Lock()
         self._session = None
+        self._pool: ThreadPoolExecutor | None = None
         self._tokenizer = None
         self._input_names: set[str] = set()
 
@@ -114,7 +120,7 @@ class Embedder:
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
             options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self._threads
+            options.intra_op_num_threads = 1  # parallel across batches instead: see `embed`
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             # Busy-waiting worker threads steal the CPU from everything else on a
@@ -127,6 +133,8 @@ class Embedder:
             )
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer = tokenizer
+            if self._threads > 1:
+                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="embed")
             self._session = session  # last: `loaded` means fully usable
 
     def _integer_model(self, model_path: Path) -> str | bytes:
@@ -144,8 +152,14 @@ class Embedder:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for idx in self._batches(texts):
-            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        batches = self._batches(texts)
+        if self._pool is None or len(batches) == 1:
+            for idx in batches:
+                out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+            return out
+        jobs = [(idx, self._pool.submit(self._embed_batch, [texts[i] or " " for i in idx])) for idx in batches]
+        for idx, job in jobs:
+            out[idx] = job.result()
         return out
 
     def _batches(self, texts: list[str]) -> list[list[int]]:

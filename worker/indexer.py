@@ -63,7 +63,7 @@ def vector_meta(record: dict[str, Any]) -> dict[str, Any]:
 
 
 class Indexer:
-    def __init__(self, db: Database, vectors: Vectors, embedder: Embedder, *, batch_size: int = 64):
+    def __init__(self, db: Database, vectors: Vectors, embedder: Embedder, *, batch_size: int = 128):
         self.db = db
         self.vectors = vectors
         self.embedder = embedder

@@ -2,11 +2,12 @@
 
 Two layers, one interface (`Vectors`):
 
-* `ChromaStore` is where embeddings live on disk (ids = str(seq), the metadata
-  needed to filter, never documents, always explicit embeddings so Chroma's
-  downloading default embedding function never runs). It takes any chromadb
-  client: `PersistentClient` on one machine, `HttpClient` against a Chroma
-  server for a team (DESIGN "scale-out").
+* `ChromaStore` (chroma_store.py) is where embeddings live on disk (ids =
+  str(seq), the metadata needed to filter, never documents, always explicit
+  embeddings so Chroma's downloading default embedding function never runs),
+  in shards of 8,192 seqs so a write never loads more than one small HNSW
+  index. It takes any chromadb client: `PersistentClient` on one machine,
+  `HttpClient` against a Chroma server for a team (DESIGN "scale-out").
 * `MemoryIndex` answers queries. Chroma's `where` filters take 60-180 ms at
   100k rows, so filtered search runs on matrices held in memory, one segment
   per project (searches are project-scoped by default, so a query scores only
@@ -18,10 +19,6 @@ Two layers, one interface (`Vectors`):
   of 152, and 9 ms a search instead of 17 (row-major float32, one BLAS thread).
 * `IndexSnapshot` saves the memory index to one file so a restart does not
   read every vector back from Chroma (14 s at 100k on a quiet machine).
-
-Chroma keeps its whole HNSW index resident while a collection is open (about
-200 MB at 100k). We only write to Chroma and read it back at start-up, so the
-client is closed after `idle_release_seconds` without writes.
 
     vectors = Vectors(chroma_path)          # opens nothing yet
     vectors.load()                          # fill the memory index from Chroma
@@ -47,22 +44,14 @@ from typing import Any
 import numpy as np
 
 from worker.atomic_write import replaced_atomically
+from worker.chroma_store import ChromaStore
 from worker.embeddings import DIMENSION
 from worker.heap import release_free_memory
+from worker.vector_item import META_KEYS, VectorItem
+
+__all__ = ["META_KEYS", "ChromaStore", "MemoryIndex", "VectorFilter", "VectorItem", "Vectors"]
 
 log = logging.getLogger(__name__)
-
-COLLECTION = "memory_anchor_records"
-# The record columns a vector carries so the index can filter without SQLite.
-META_KEYS = ("project", "branch", "kind", "layer", "user_id", "agent_id", "run_id", "session_id")
-
-
-@dataclass(frozen=True)
-class VectorItem:
-    seq: int
-    vector: np.ndarray  # (DIMENSION,) float32, unit length
-    meta: dict[str, Any]  # META_KEYS plus happened_at
-
 
 @dataclass(frozen=True)
 class VectorFilter:
@@ -487,135 +476,6 @@ class MemoryIndex:
         with self._lock:
             where = self._where.seqs.nbytes + self._where.segments.nbytes + self._where.rows.nbytes
             return where + sum(segment.nbytes() for segment in self._numbered)
-
-
-class ChromaStore:
-    """Durable embeddings in one Chroma collection; the client is opened on demand.
-
-    `client_factory` returns a chromadb client; the default opens a
-    PersistentClient at `path`. Pass one that returns `chromadb.HttpClient(...)`
-    to keep the embeddings on a Chroma server instead.
-    """
-
-    def __init__(self, path: Path | str | None = None, *, client_factory=None, idle_release_seconds: float = 10.0):
-        if path is None and client_factory is None:
-            raise ValueError("ChromaStore needs a path or a client_factory")
-        self.path = Path(path) if path is not None else None
-        self._client_factory = client_factory or self._persistent_client
-        self._idle_release_seconds = idle_release_seconds
-        self._lock = threading.RLock()
-        self._client = None
-        self._collection = None
-        self._timer: threading.Timer | None = None
-
-    def _persistent_client(self):
-        import chromadb
-        from chromadb.config import Settings
-
-        self.path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False, allow_reset=False)
-        )
-
-    def _open(self):
-        if self._collection is None:
-            self._client = self._client_factory()
-            # embedding_function=None: we always pass embeddings ourselves, and
-            # the default function would try to download a model.
-            self._collection = self._client.get_or_create_collection(
-                COLLECTION, embedding_function=None, metadata={"hnsw:space": "cosine"}
-            )
-        return self._collection
-
-    def _touch(self) -> None:
-        """Close the client after a quiet spell: an open collection holds its HNSW index in RAM."""
-        if self._idle_release_seconds <= 0:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = threading.Timer(self._idle_release_seconds, self.release)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def release(self) -> None:
-        """Close the client (frees Chroma's in-memory index); the next call reopens it."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            if self._client is not None:
-                try:
-                    self._client.close()
-                except Exception:  # closing is best effort; the files are consistent
-                    log.debug("closing chroma client failed", exc_info=True)
-            self._client = None
-            self._collection = None
-        release_free_memory()
-
-    def add(self, items: list[VectorItem]) -> None:
-        if not items:
-            return
-        with self._lock:
-            collection = self._open()
-            collection.upsert(
-                ids=[str(int(it.seq)) for it in items],
-                embeddings=np.stack([np.asarray(it.vector, dtype=np.float32) for it in items]),
-                metadatas=[_chroma_meta(it) for it in items],
-            )
-            self._touch()
-
-    def delete(self, seqs: Iterable[int]) -> None:
-        ids = [str(int(s)) for s in seqs]
-        if not ids:
-            return
-        with self._lock:
-            self._open().delete(ids=ids)
-            self._touch()
-
-    def count(self) -> int:
-        with self._lock:
-            result = self._open().count()
-            self._touch()
-            return result
-
-    def iterate(self, page: int = 5000) -> Iterator[list[VectorItem]]:
-        """Every stored embedding, in pages."""
-        offset = 0
-        while True:
-            with self._lock:
-                batch = self._open().get(include=["embeddings", "metadatas"], limit=page, offset=offset)
-            ids = batch["ids"]
-            if not ids:
-                break
-            embeddings = np.asarray(batch["embeddings"], dtype=np.float32)
-            yield [
-                VectorItem(int(i), embeddings[n], dict(batch["metadatas"][n] or {})) for n, i in enumerate(ids)
-            ]
-            offset += len(ids)
-            if len(ids) < page:
-                break
-        self._touch()
-
-    def drop(self) -> None:
-        """Delete every embedding (the collection is recreated empty)."""
-        with self._lock:
-            self._open()
-            self._client.delete_collection(COLLECTION)
-            self._collection = None
-            self._open()
-            self._touch()
-
-
-def _chroma_meta(item: VectorItem) -> dict[str, Any]:
-    # Chroma metadata cannot hold None; absent means None.
-    meta: dict[str, Any] = {"seq": int(item.seq)}
-    for key in META_KEYS:
-        value = item.meta.get(key)
-        if value is not None and value != "":
-            meta[key] = str(value)
-    if item.meta.get("happened_at") is not None:
-        meta["happened_at"] = float(item.meta["happened_at"])
-    return meta
 
 
 SNAPSHOT_FORMAT = 1

@@ -1,0 +1,90 @@
+"""The Chroma store: vectors split by seq into small collections, data from before shards moved in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worker.chroma_store import LEGACY_COLLECTION, SHARD_SEQS, ChromaStore, shard_name
+from worker.vector_item import VectorItem
+
+DIM = 384
+
+
+def _item(seq: int, rng: np.random.Generator) -> VectorItem:
+    vector = rng.standard_normal(DIM).astype(np.float32)
+    return VectorItem(seq, vector / np.linalg.norm(vector), {"project": "p", "user_id": "u", "happened_at": 5.0})
+
+
+def _stored(store: ChromaStore) -> dict[int, VectorItem]:
+    return {item.seq: item for page in store.iterate(page=7) for item in page}
+
+
+def test_vectors_land_in_the_shard_of_their_seq(tmp_path):
+    rng = np.random.default_rng(1)
+    seqs = [1, 2, SHARD_SEQS - 1, SHARD_SEQS, 3 * SHARD_SEQS + 5]
+    items = [_item(s, rng) for s in seqs]
+    store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    store.add(items)
+
+    client = store._open_client()
+    names = sorted(c.name for c in client.list_collections())
+    assert names == [shard_name(0), shard_name(1), shard_name(3)]
+    assert client.get_collection(shard_name(0)).count() == 3
+
+    assert store.count() == 5
+    stored = _stored(store)
+    assert sorted(stored) == seqs
+    for item in items:
+        assert np.allclose(stored[item.seq].vector, item.vector, atol=1e-6)
+        assert stored[item.seq].meta["project"] == "p" and stored[item.seq].meta["happened_at"] == 5.0
+
+    store.delete([2, SHARD_SEQS, 10 * SHARD_SEQS])  # the last one was never stored: no error, no new shard
+    assert sorted(_stored(store)) == [1, SHARD_SEQS - 1, 3 * SHARD_SEQS + 5]
+    assert shard_name(10) not in {c.name for c in store._open_client().list_collections()}
+
+    store.release()  # a fresh client sees the same
+    assert store.count() == 3
+    store.drop()
+    assert store.count() == 0 and list(store.iterate()) == []
+
+
+def test_a_write_opens_only_the_newest_shard(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    store.add([_item(s, rng) for s in (1, SHARD_SEQS + 1, 2 * SHARD_SEQS + 1)])
+    store.release()
+
+    opened = []
+    real = store._shard
+    monkeypatch.setattr(store, "_shard", lambda shard, create: opened.append(shard) or real(shard, create=create))
+    store.add([_item(2 * SHARD_SEQS + 2, rng)])
+    assert opened == [2]
+
+
+def test_the_single_collection_of_earlier_versions_is_moved_into_shards(tmp_path):
+    import chromadb
+    from chromadb.config import Settings
+
+    rng = np.random.default_rng(3)
+    old = [_item(s, rng) for s in (3, 4, SHARD_SEQS + 9)]
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    legacy = client.get_or_create_collection(LEGACY_COLLECTION, embedding_function=None, metadata={"hnsw:space": "cosine"})
+    legacy.add(
+        ids=[str(it.seq) for it in old],
+        embeddings=np.stack([it.vector for it in old]),
+        metadatas=[{"seq": it.seq, "project": "p"} for it in old],
+    )
+    client.close()
+
+    store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    assert store.count() == 3
+    stored = _stored(store)
+    assert sorted(stored) == [3, 4, SHARD_SEQS + 9]
+    assert np.allclose(stored[4].vector, old[1].vector, atol=1e-6)
+    assert LEGACY_COLLECTION not in {c.name for c in store._open_client().list_collections()}
+
+
+def test_a_store_needs_somewhere_to_keep_vectors():
+    with pytest.raises(ValueError, match="path or a client_factory"):
+        ChromaStore()
