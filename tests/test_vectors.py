@@ -153,6 +153,26 @@ def test_a_restart_reads_the_snapshot_instead_of_chroma(tmp_path, monkeypatch):
     assert [c for _, c in after] == pytest.approx([c for _, c in before], abs=1e-3)
 
 
+def test_a_current_snapshot_is_trusted_without_opening_chroma(tmp_path, monkeypatch):
+    first = _vectors(tmp_path)
+    first.add(_items(_corpus(50)))
+    first.close()
+
+    second = _vectors(tmp_path)
+    monkeypatch.setattr(second.store, "_open_client", lambda: pytest.fail("opened Chroma to check the snapshot"))
+    assert second.load() == 50
+
+
+def test_a_chroma_changed_behind_the_snapshot_is_read_again(tmp_path):
+    corpus = _corpus(60)
+    first = _vectors(tmp_path)
+    first.add(_items(corpus[:50]))
+    first.close()
+    first.store.add(_items(corpus[50:], first_seq=51))  # written around Vectors: the snapshot is not told
+    first.store.release()
+    assert _vectors(tmp_path).load() == 60
+
+
 def test_a_stale_or_torn_snapshot_is_never_used(tmp_path):
     corpus = _corpus(300)
     first = _vectors(tmp_path)
@@ -166,7 +186,7 @@ def test_a_stale_or_torn_snapshot_is_never_used(tmp_path):
     writer.store.release()
 
     (tmp_path / "snap.npz").write_bytes(stale)  # as if the deletion had been lost
-    assert _vectors(tmp_path).load() == 300  # count differs from Chroma's: read Chroma
+    assert _vectors(tmp_path).load() == 300  # Chroma's files changed since the snapshot: read Chroma
 
     (tmp_path / "snap.npz").write_bytes(stale[: len(stale) // 2])  # torn
     restarted = _vectors(tmp_path)

@@ -12,7 +12,8 @@ therefore built cheaply (fewer links, a narrow construction search), which
 made adds three times faster at the same memory.
 
 The client is opened on demand and closed after `idle_release_seconds`
-without writes. `client_factory` returns any chromadb client: the default
+without writes: with shards, reopening costs one small index (about 0.1 s),
+so the memory is given back quickly. `client_factory` returns any chromadb client: the default
 opens a PersistentClient at `path`; `chromadb.HttpClient(...)` keeps the
 embeddings on a Chroma server instead.
 """
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 PREFIX = "memory_anchor_records"
 LEGACY_COLLECTION = PREFIX  # one collection for everything, before shards
 SHARD_SEQS = 8192
+IDLE_RELEASE_SECONDS = 2.0
 HNSW = {"hnsw:space": "cosine", "hnsw:M": 8, "hnsw:construction_ef": 32}
 
 
@@ -48,7 +50,7 @@ def shard_name(shard: int) -> str:
 
 
 class ChromaStore:
-    def __init__(self, path: Path | str | None = None, *, client_factory=None, idle_release_seconds: float = 10.0):
+    def __init__(self, path: Path | str | None = None, *, client_factory=None, idle_release_seconds: float = IDLE_RELEASE_SECONDS):
         if path is None and client_factory is None:
             raise ValueError("ChromaStore needs a path or a client_factory")
         self.path = Path(path) if path is not None else None
@@ -146,6 +148,24 @@ class ChromaStore:
             self._client = None
             self._collections.clear()
         release_free_memory()
+
+    def fingerprint(self) -> str | None:
+        """Size and modification time of Chroma's files, read without opening Chroma.
+
+        Every change to a local Chroma goes through its SQLite file (and WAL),
+        so an unchanged fingerprint means unchanged vectors. None for a Chroma
+        without local files (a server): callers then compare counts.
+        """
+        if self.path is None or self._client_factory != self._persistent_client:
+            return None
+        parts = []
+        for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
+            try:
+                stat = (self.path / name).stat()
+            except FileNotFoundError:
+                continue
+            parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
+        return ";".join(parts) or None
 
     # --- reading and writing -------------------------------------------------
 

@@ -36,7 +36,7 @@ import json
 import logging
 import threading
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -487,23 +487,31 @@ class IndexSnapshot:
     Chroma stays the durable store. The file is only trusted while nothing has
     changed since it was written: `invalidate()` deletes it before any write to
     Chroma, it is replaced atomically (a torn file is never seen), and on load
-    its row count must equal Chroma's.
+    the Chroma files' fingerprint must be the one saved with it (or, for a
+    Chroma without local files, its row count must equal Chroma's). A
+    fingerprint is checked without opening Chroma, which would load every
+    shard's index (+250 MB for a moment at 100k).
     """
 
     def __init__(self, path: Path):
         self.path = path
 
-    def write(self, index: MemoryIndex) -> None:
+    def write(self, index: MemoryIndex, fingerprint: str | None = None) -> None:
         arrays = index.export()
         arrays["format"] = np.array([SNAPSHOT_FORMAT, index.dim], dtype=np.int64)
+        arrays["store_fingerprint"] = np.frombuffer((fingerprint or "").encode(), dtype=np.uint8)
         with replaced_atomically(self.path) as handle:
             np.savez(handle, **arrays)
 
     def invalidate(self) -> None:
         self.path.unlink(missing_ok=True)
 
-    def read(self, dim: int, expected_rows: int) -> Iterator[list[VectorItem]] | None:
-        """The snapshot's rows in pages, or None when there is none or it does not match."""
+    def read(self, dim: int, fingerprint: str | None, count: Callable[[], int]) -> Iterator[list[VectorItem]] | None:
+        """The snapshot's rows in pages, or None when there is none or it does not match the store.
+
+        `fingerprint` is the store's now (None when it has none); `count` is
+        called only when fingerprints cannot decide.
+        """
         try:
             with np.load(self.path, allow_pickle=False) as data:
                 arrays = {key: data[key] for key in data.files}
@@ -512,7 +520,14 @@ class IndexSnapshot:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             log.warning("ignoring unreadable vector snapshot %s", self.path, exc_info=True)
             return None
-        if list(arrays.get("format", [])) != [SNAPSHOT_FORMAT, dim] or len(arrays["seq"]) != expected_rows:
+        saved = arrays["store_fingerprint"].tobytes().decode() if "store_fingerprint" in arrays else ""
+        if list(arrays.get("format", [])) != [SNAPSHOT_FORMAT, dim]:
+            current = False
+        elif fingerprint and saved:
+            current = saved == fingerprint
+        else:
+            current = len(arrays["seq"]) == count()
+        if not current:
             log.info("vector snapshot %s is stale; reading Chroma instead", self.path)
             return None
         return self._pages(arrays)
@@ -563,7 +578,9 @@ class Vectors:
         with self._load_lock:
             if not self._loaded:
                 self.index.clear()
-                pages = self.snapshot.read(self.index.dim, self.store.count()) if self.snapshot else None
+                pages = None
+                if self.snapshot is not None:
+                    pages = self.snapshot.read(self.index.dim, self.store.fingerprint(), self.store.count)
                 from_snapshot = pages is not None
                 for items in pages if from_snapshot else self.store.iterate():
                     self.index.add(items)
@@ -578,7 +595,8 @@ class Vectors:
         if self.snapshot is None or self._snapshot_current or not self._loaded:
             return
         try:
-            self.snapshot.write(self.index)
+            self.store.release()  # the fingerprint is of closed files
+            self.snapshot.write(self.index, self.store.fingerprint())
             self._snapshot_current = True
         except OSError:
             log.warning("could not write the vector snapshot; start-up will read Chroma", exc_info=True)
@@ -638,5 +656,5 @@ class Vectors:
             self._loaded = True
 
     def close(self) -> None:
-        self._save_snapshot()
         self.store.release()
+        self._save_snapshot()

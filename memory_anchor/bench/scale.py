@@ -154,9 +154,10 @@ def run(args) -> int:
         rows.append(("worker RSS", f"{status['rss_mb']:.0f} MB", f"< {TARGETS['rss_mb']} MB"))
         idle_wait = getattr(args, "idle_wait", 12.0)
         if idle_wait:
-            time.sleep(idle_wait)  # the vector store closes Chroma after 10 s without writes
+            time.sleep(idle_wait)  # the vector store closes Chroma a few seconds after the last write
             status = client.get("/api/v1/status")
             rows.append(("worker RSS, idle", f"{status['rss_mb']:.0f} MB", f"< {TARGETS['rss_mb']} MB"))
+        rows.append(("worker RSS, peak (VmHWM)", f"{status['peak_rss_mb']:.0f} MB", "-"))
     finally:
         lifecycle.stop(data_dir)
     rows.append(("disk (data dir)", f"{dir_size(data_dir) / 2**20:.0f} MiB", "-"))

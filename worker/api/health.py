@@ -36,7 +36,8 @@ async def status(request: web.Request) -> web.Response:
             "inbox": services.inbox.counts(),
             "pending_vectors": pending_vectors,
             "llm": {"available": services.llm_available()},
-            "rss_mb": round(_rss_bytes() / 2**20, 1),
+            "rss_mb": round(_memory_bytes("VmRSS") / 2**20, 1),
+            "peak_rss_mb": round(_memory_bytes("VmHWM") / 2**20, 1),
             "vectors_loaded": services.vectors.loaded,
         }
     )
@@ -50,14 +51,15 @@ async def openapi(request: web.Request) -> web.Response:
     return web.json_response(build_openapi(request.app))
 
 
-def _rss_bytes() -> int:
+def _memory_bytes(field: str) -> int:
+    """The worker's resident memory now (VmRSS) or at its highest since start (VmHWM)."""
     try:
         with open("/proc/self/status") as handle:
             for line in handle:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    import resource
+    import resource  # no /proc: the peak is all we can get
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
