@@ -95,7 +95,7 @@ async def _warm_up(services: Services) -> None:
 
 def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
     data_dir = Path(data_dir or paths.data_dir())
-    heap.limit_arenas()  # before any thread starts
+    heap.configure_malloc()  # before any thread starts
     try:
         lock = lifecycle.acquire_lock(data_dir)
     except lifecycle.AlreadyRunning as exc:
