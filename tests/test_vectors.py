@@ -163,6 +163,21 @@ def test_a_current_snapshot_is_trusted_without_opening_chroma(tmp_path, monkeypa
     assert second.load() == 50
 
 
+def test_a_snapshot_from_before_fingerprints_is_stamped_on_first_use(tmp_path, monkeypatch):
+    first = _vectors(tmp_path)
+    first.add(_items(_corpus(40)))
+    first.close()
+    first.snapshot.write(first.index)  # as an earlier version wrote it: no fingerprint
+
+    second = _vectors(tmp_path)
+    assert second.load() == 40  # checked by count, then saved again with the fingerprint
+    second.close()
+
+    third = _vectors(tmp_path)
+    monkeypatch.setattr(third.store, "_open_client", lambda: pytest.fail("opened Chroma to check the snapshot"))
+    assert third.load() == 40
+
+
 def test_a_chroma_changed_behind_the_snapshot_is_read_again(tmp_path):
     corpus = _corpus(60)
     first = _vectors(tmp_path)

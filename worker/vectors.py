@@ -495,6 +495,7 @@ class IndexSnapshot:
 
     def __init__(self, path: Path):
         self.path = path
+        self.read_fingerprint = ""  # the one saved in the file last read ("" in files from before fingerprints)
 
     def write(self, index: MemoryIndex, fingerprint: str | None = None) -> None:
         arrays = index.export()
@@ -521,6 +522,7 @@ class IndexSnapshot:
             log.warning("ignoring unreadable vector snapshot %s", self.path, exc_info=True)
             return None
         saved = arrays["store_fingerprint"].tobytes().decode() if "store_fingerprint" in arrays else ""
+        self.read_fingerprint = saved
         if list(arrays.get("format", [])) != [SNAPSHOT_FORMAT, dim]:
             current = False
         elif fingerprint and saved:
@@ -587,7 +589,10 @@ class Vectors:
                 self._loaded = True
                 self.store.release()
                 release_free_memory()
-                self._snapshot_current = from_snapshot
+                # A file checked by count is saved again with a fingerprint, so the next start opens nothing.
+                self._snapshot_current = from_snapshot and bool(
+                    self.snapshot.read_fingerprint or self.store.fingerprint() is None
+                )
                 self._save_snapshot()
             return len(self.index)
 
