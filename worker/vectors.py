@@ -219,10 +219,14 @@ class _Segment:
         self.scan = scan
         self.fitted_rows = self.n
 
+    @property
+    def stored(self) -> np.ndarray:
+        """The full vectors: float32 `scan` while small, float16 `full` once projected."""
+        return self.scan if self.full is None else self.full
+
     def vectors(self, rows) -> np.ndarray:
         """Full float32 vectors of these rows (an index array or a slice)."""
-        stored = self.scan if self.full is None else self.full
-        return stored[rows].astype(np.float32)
+        return self.stored[rows].astype(np.float32)
 
     def score(self, query: np.ndarray, rows: slice | np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The best `k` (rows, exact cosine) among `rows`, unordered."""
@@ -459,8 +463,7 @@ class MemoryIndex:
                 segment = self._segments[project]
                 rows = np.flatnonzero(segment.alive[: segment.n])
                 parts["seq"].append(segment.seq[rows])
-                stored = segment.scan if segment.full is None else segment.full
-                parts["vectors"].append(stored[rows].astype(np.float16))
+                parts["vectors"].append(segment.stored[rows].astype(np.float16))
                 parts["happened"].append(segment.happened[rows])
                 parts["project"].append(np.full(len(rows), number, dtype=np.int32))
                 for c in _COLUMNS:
