@@ -287,3 +287,24 @@ def test_dense_query_drops_the_names_of_transcript_speakers(store):
     for mode in ("vector", "hybrid"):
         found = texts(store.search("What hobbies does Ada have?", mode=mode, top_k=2))
         assert set(found) == {chat[4], chat[5]}, (mode, found)
+
+
+def test_a_query_of_only_very_common_words_skips_bm25_beside_the_dense_list(tmp_path, embedder):
+    """BM25 scores every row a word matches: beside a dense list, a word found in more than
+    `max_df_docs` records is not worth that cost; a keyword-only search still uses the rarest."""
+    from worker.search import Tuning
+
+    store = Store(tmp_path, embedder)
+    store.service.tuning = Tuning(max_df_docs=100)
+    with store.db.transaction() as conn:
+        for n in range(1200):
+            common = "deploy pipeline" if n % 2 else "deploy cache"
+            Records.put(conn, "memory", f"note {n}: the {common} was checked", user_id="alice")
+    conn = store.db.reader()
+    assert store.service.keyword_query(conn, "deploy pipeline", alone=False) == ""
+    assert store.service.keyword_query(conn, "deploy pipeline", alone=True) == '{text title} : ("pipeline")'
+    # An informative word keeps its place whatever else the query holds.
+    with store.db.transaction() as conn:
+        Records.put(conn, "memory", "the rollback runbook lives in the wiki", user_id="alice")
+    assert store.service.keyword_query(store.db.reader(), "deploy rollback", alone=False) == '"rollback"'
+    store.close()

@@ -174,7 +174,7 @@ class SearchService:
             dense = mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None
             # The query embedding (onnxruntime) and FTS5 (SQLite) both release the GIL: overlap them.
             pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, self.dense_query(conn, query)) if dense else None
-            keyword_hits = self._keyword(conn, query, view, scope, wanted) if mode in ("hybrid", "keyword") else []
+            keyword_hits = self._keyword(conn, query, view, scope, wanted, alone=not dense) if mode in ("hybrid", "keyword") else []
             if pending_vector is not None:
                 for seq, score in self._dense(pending_vector.result(), view, scope, wanted):
                     candidates.setdefault(seq, _Candidate(seq)).dense = score
@@ -183,7 +183,7 @@ class SearchService:
             hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode, query)
             if not hits and mode == "vector":
                 # Nothing embedded in scope yet (e.g. still indexing): try the words.
-                lexical = {s: _Candidate(s, keyword=v) for s, v in self._keyword(conn, query, view, scope, wanted)}
+                lexical = {s: _Candidate(s, keyword=v) for s, v in self._keyword(conn, query, view, scope, wanted, alone=True)}
                 hits = self._rank(conn, lexical, view, scope, date_window, now, top_k, "keyword", query)
         if not hits and fallback:
             hits = self._most_recent(conn, view, scope, top_k)
@@ -198,8 +198,8 @@ class SearchService:
             k *= 10  # metadata is checked afterwards, in SQLite; look deeper
         return self.vectors.search(vector, k, scope.vector_filter(view))
 
-    def _keyword(self, conn, query: str, view: View, scope: "_Scope", k: int) -> list[tuple[int, float]]:
-        match = self.keyword_query(conn, query)
+    def _keyword(self, conn, query: str, view: View, scope: "_Scope", k: int, *, alone: bool) -> list[tuple[int, float]]:
+        match = self.keyword_query(conn, query, alone=alone)
         if not match:
             return []
         where, params = view.sql("r")
@@ -255,8 +255,13 @@ class SearchService:
         self._speaker_cache.put(name, found is not None)
         return found is not None
 
-    def keyword_query(self, conn, query: str) -> str:
+    def keyword_query(self, conn, query: str, *, alone: bool = True) -> str:
         """The FTS5 MATCH expression for `query`: informative words OR-ed, each quoted.
+
+        With no informative word, the rarest word still ranks; beside a dense
+        list (`alone` False) only while that stays cheap: BM25 scores every row
+        a word matches (8,000 rows take ~15 ms), and a word that common says
+        little that the dense list does not.
 
         A word is matched in the neighbours' words (the `context` column) too only
         while that stays cheap: each record's context holds ~4 other records' words,
@@ -280,7 +285,12 @@ class SearchService:
         if total > 1000:
             cap = min(self.tuning.max_df_ratio * total, self.tuning.max_df_docs)
             informative = [w for w in words if self._doc_freq(conn, w) <= cap]
-            words = informative or sorted(words, key=lambda w: self._doc_freq(conn, w))[:1]
+            rarest = min(words, key=lambda w: self._doc_freq(conn, w))
+            if alone or self._doc_freq(conn, rarest) <= self.tuning.max_df_docs:
+                informative = informative or [rarest]
+            words = informative
+            if not words:
+                return ""
             context_cap = self.tuning.max_df_docs / CONTEXT_EXPANSION
             own_only = [w for w in words if self._doc_freq(conn, w) > context_cap]
             words = [w for w in words if w not in own_only]
