@@ -62,6 +62,21 @@ def test_a_write_opens_only_the_newest_shard(tmp_path, monkeypatch):
     assert opened == [2]
 
 
+def test_a_steady_stream_of_writes_does_not_keep_filled_shards_open(tmp_path):
+    """Chroma frees a shard's index only when its client closes; writes moving on to a new
+    shard close it, even when they come too often for the idle release to fire."""
+    rng = np.random.default_rng(3)
+    store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    store.add([_item(s, rng) for s in (1, 2)])
+    store.add([_item(SHARD_SEQS - 1, rng), _item(SHARD_SEQS, rng)])  # a batch across the boundary
+    assert sorted(store._collections) == [0, 1]
+    store.add([_item(SHARD_SEQS + 5, rng)])
+    assert sorted(store._collections) == [1]
+    store.add([_item(3 * SHARD_SEQS, rng)])
+    assert sorted(store._collections) == [3]
+    assert sorted(_stored(store)) == [1, 2, SHARD_SEQS - 1, SHARD_SEQS, SHARD_SEQS + 5, 3 * SHARD_SEQS]
+
+
 def test_the_single_collection_of_earlier_versions_is_moved_into_shards(tmp_path):
     import chromadb
     from chromadb.config import Settings
