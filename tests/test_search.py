@@ -10,7 +10,7 @@ import pytest
 from memory_anchor import paths
 from worker.embeddings import Embedder
 from worker.indexer import Indexer
-from worker.search import SearchError, SearchService, parse_query_dates
+from worker.search import SearchError, SearchService
 from worker.store.db import Database
 from worker.store.records import Records, resolve_view
 from worker.vectors import Vectors
@@ -168,16 +168,6 @@ def test_time_range_and_query_dates(store):
     assert texts(hits) == ["We went hiking in the mountains."]
     assert store.search("where did we go hiking in July 2023?")[0]["text"] == "We went hiking by the lake."
     assert store.search("where did we go hiking in May 2023?")[0]["text"] == "We went hiking in the mountains."
-
-
-def test_parse_query_dates():
-    now = time.mktime((2024, 3, 20, 12, 0, 0, 0, 0, 0))
-    start, end = parse_query_dates("what happened in May 2023", now)
-    assert end - start == 31 * 86400
-    start, end = parse_query_dates("what did we do on 8 May, 2023?", now)
-    assert end - start == 86400
-    assert parse_query_dates("what did we do yesterday", now)[1] <= now
-    assert parse_query_dates("nothing temporal here", now) is None
 
 
 def test_bad_arguments_are_clear_errors(store):

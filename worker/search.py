@@ -21,8 +21,8 @@ metadata keys, given either under "metadata" or as any other top-level key
 every project. Identity records (kind "identity") are never returned.
 
 How a search runs:
-1. The query is read for dates ("in May 2023", "last week", "yesterday"):
-   records that happened in that window get a boost (not a hard filter: the
+1. The query is read for dates ("in May 2023", "last week", "yesterday";
+   see timewords.py): records that happened in that window get a boost (not a hard filter: the
    question may be asked later about something said earlier).
 2. Candidates: the nearest vectors within the scope (in-memory index, see
    vectors.py; the query is embedded without the names of the transcript
@@ -58,13 +58,13 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 
 from worker.embeddings import Embedder
 from worker.store.db import Database
 from worker.store.records import RecordError, Records, View, parse_time
+from worker.timewords import time_window
 from worker.vectors import VectorFilter, Vectors
 
 MODES = ("hybrid", "vector", "keyword")
@@ -169,7 +169,8 @@ class SearchService:
 
         hits: list[dict[str, Any]] = []
         if query:
-            date_window = parse_query_dates(query, now)
+            window = time_window(query, now)
+            date_window = (window.start, window.end) if window else None
             candidates: dict[int, _Candidate] = {}
             dense = mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None
             # The query embedding (onnxruntime) and FTS5 (SQLite) both release the GIL: overlap them.
@@ -719,72 +720,3 @@ def _porter_stem(word: str) -> str:
     if len(_STEM_CACHE) < 50_000:
         _STEM_CACHE[word] = stem
     return stem
-
-
-# --- dates in queries ---------------------------------------------------------------
-
-MONTHS = {
-    name: n
-    for n, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-         ("november", "nov"), ("december", "dec")],
-        start=1,
-    )
-    for name in names
-}  # fmt: skip
-_MONTH_RE = "|".join(sorted(MONTHS, key=len, reverse=True))
-
-
-def parse_query_dates(query: str, now: float) -> tuple[float, float] | None:
-    """The time window a query talks about, if any: (start, end) epoch seconds, UTC."""
-    text = query.lower()
-    today = datetime.fromtimestamp(now, tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-
-    def window(start: datetime, end: datetime) -> tuple[float, float]:
-        return start.timestamp(), end.timestamp()
-
-    m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text)
-    if m:
-        try:
-            day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc)
-            return window(day, day + timedelta(days=1))
-        except ValueError:
-            pass
-    m = re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_RE})\.?,?\s+(\d{{4}})\b", text) or re.search(
-        rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", text
-    )
-    if m:
-        groups = m.groups()
-        day_s, month_s = (groups[0], groups[1]) if groups[0].isdigit() else (groups[1], groups[0])
-        try:
-            day = datetime(int(groups[2]), MONTHS[month_s], int(day_s), tzinfo=timezone.utc)
-            return window(day, day + timedelta(days=1))
-        except ValueError:
-            pass
-    m = re.search(rf"\b({_MONTH_RE})\.?,?\s+(?:of\s+)?(\d{{4}})\b", text)
-    if m:
-        month, year = MONTHS[m[1]], int(m[2])
-        start = datetime(year, month, 1, tzinfo=timezone.utc)
-        end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
-        return window(start, end)
-    if re.search(r"\byesterday\b", text):
-        return window(today - timedelta(days=1), today)
-    if re.search(r"\btoday\b", text):
-        return window(today, today + timedelta(days=1))
-    if re.search(r"\blast week\b", text):
-        return window(today - timedelta(days=today.weekday() + 7), today - timedelta(days=today.weekday()))
-    if re.search(r"\bthis week\b", text):
-        return window(today - timedelta(days=today.weekday()), today + timedelta(days=1))
-    if re.search(r"\blast month\b", text):
-        first = today.replace(day=1)
-        return window((first - timedelta(days=1)).replace(day=1), first)
-    m = re.search(r"\b(?:past|last)\s+(\d{1,3})\s+(day|week|month)s?\b", text)
-    if m:
-        days = int(m[1]) * {"day": 1, "week": 7, "month": 30}[m[2]]
-        return window(today - timedelta(days=days), today + timedelta(days=1))
-    m = re.search(r"\bin\s+(\d{4})\b", text)
-    if m and 1900 < int(m[1]) < 2200:
-        year = int(m[1])
-        return window(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
-    return None

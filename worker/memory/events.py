@@ -16,7 +16,7 @@ from typing import Any
 from memory_anchor.schemas.memory_model import EVENT_LOG, EventIn, EventSearch
 from worker.memory.common import DAY, DEFAULT_AGENT, agent_actor, now, to_epoch
 from worker.memory.finder import Finder, boosted
-from worker.memory.timephrases import time_range_in
+from worker.timewords import time_window
 from worker.store.db import Database
 from worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
@@ -72,8 +72,9 @@ class EventLog:
         start = to_epoch(request.start, "start") if request.start is not None else None
         end = to_epoch(request.end, "end") if request.end is not None else None
         query = request.query or ""
-        if start is None and end is None and query:
-            start, end, query = time_range_in(query)
+        window = time_window(query) if start is None and end is None and query else None
+        if window is not None:
+            start, end, query = window.start, window.end, window.rest
         filters: dict[str, Any] = {"kind": "event"}
         if request.project:
             filters["project"] = request.project

@@ -31,7 +31,7 @@ from memory_anchor.schemas.memory_model import (
 from worker.memory.agents import agent_scope
 from worker.memory.facts import decorate
 from worker.memory.finder import boosted
-from worker.memory.timephrases import time_range_in
+from worker.timewords import time_window
 from worker.store.records import MAIN, RecordError, resolve_view
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,8 @@ class Retrieval:
             raise RecordError("active context is read by key with get_active_context, not searched", code="invalid_layer")
         conn = self.db.reader()
         view = resolve_view(conn, request.branch or MAIN, request.as_of)
-        start, end, rest = time_range_in(request.query)
+        window = time_window(request.query)
+        start, end, rest = (window.start, window.end, window.rest) if window else (None, None, request.query)
         query = rest or request.query
         per_layer: dict[str, list[dict[str, Any]]] = {}
         finder = self.model.finder
