@@ -13,9 +13,10 @@ made adds three times faster at the same memory.
 
 The client is opened on demand and closed after `idle_release_seconds`
 without writes, or as soon as writes move on to a new shard: with shards,
-reopening costs one small index (about 0.1 s), so the memory is given back quickly. `client_factory` returns any chromadb client: the default
-opens a PersistentClient at `path`; `chromadb.HttpClient(...)` keeps the
-embeddings on a Chroma server instead.
+reopening costs one small index (about 0.1 s), so the memory is given back
+quickly. `client_factory` returns any chromadb client: the default opens a
+PersistentClient at `path`; `chromadb.HttpClient(...)` keeps the embeddings
+on a Chroma server instead.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ class ChromaStore:
         Chroma frees a collection's index only when its client closes, and a
         steady stream of writes never leaves the client idle long enough to be
         released: without this, a long ingest kept every shard it had filled in
-        memory (+20 MB each, measured).
+        memory (about 20 MB each, measured).
         """
         if any(open_shard < shard for open_shard in self._collections):
             self.release()

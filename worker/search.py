@@ -22,8 +22,8 @@ every project. Identity records (kind "identity") are never returned.
 
 How a search runs:
 1. The query is read for dates ("in May 2023", "last week", "yesterday";
-   see timewords.py): records that happened in that window get a boost (not a hard filter: the
-   question may be asked later about something said earlier).
+   see timewords.py): records that happened in that window get a boost (not
+   a hard filter: the question may be asked later about something said earlier).
 2. Candidates: the nearest vectors within the scope (in-memory index, see
    vectors.py; the query is embedded without the names of the transcript
    speakers it mentions: step 4's speaker boost scores who spoke) and the best
@@ -286,12 +286,12 @@ class SearchService:
         if total > 1000:
             cap = min(self.tuning.max_df_ratio * total, self.tuning.max_df_docs)
             informative = [w for w in words if self._doc_freq(conn, w) <= cap]
-            rarest = min(words, key=lambda w: self._doc_freq(conn, w))
-            if alone or self._doc_freq(conn, rarest) <= self.tuning.max_df_docs:
-                informative = informative or [rarest]
+            if not informative:
+                rarest = min(words, key=lambda w: self._doc_freq(conn, w))
+                if not alone and self._doc_freq(conn, rarest) > self.tuning.max_df_docs:
+                    return ""
+                informative = [rarest]
             words = informative
-            if not words:
-                return ""
             context_cap = self.tuning.max_df_docs / CONTEXT_EXPANSION
             own_only = [w for w in words if self._doc_freq(conn, w) > context_cap]
             words = [w for w in words if w not in own_only]
