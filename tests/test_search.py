@@ -10,7 +10,7 @@ import pytest
 from memory_anchor import paths
 from worker.embeddings import Embedder
 from worker.indexer import Indexer
-from worker.search import SearchError, SearchService
+from worker.search import SearchError, SearchService, Tuning
 from worker.store.db import Database
 from worker.store.records import Records, resolve_view
 from worker.vectors import Vectors
@@ -282,8 +282,6 @@ def test_dense_query_drops_the_names_of_transcript_speakers(store):
 def test_a_query_of_only_very_common_words_skips_bm25_beside_the_dense_list(tmp_path, embedder):
     """BM25 scores every row a word matches: beside a dense list, a word found in more than
     `max_df_docs` records is not worth that cost; a keyword-only search still uses the rarest."""
-    from worker.search import Tuning
-
     store = Store(tmp_path, embedder)
     store.service.tuning = Tuning(max_df_docs=100)
     with store.db.transaction() as conn:

@@ -38,8 +38,7 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 class TimeWindow:
     start: float  # epoch seconds
     end: float  # epoch seconds, exclusive
-    phrase: str  # the words of the query that named the window
-    rest: str  # the query without them
+    rest: str  # the query without the words that named the window
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class _Calendar:
         return self.today.replace(day=1)
 
 
-Reader = Callable[[re.Match, _Calendar], "tuple[datetime, datetime] | None"]
+_Reader = Callable[[re.Match, _Calendar], "tuple[datetime, datetime] | None"]
 
 
 def _day(year: int, month: int, day: int) -> tuple[datetime, datetime] | None:
@@ -87,7 +86,7 @@ def _last_n(m: re.Match, cal: _Calendar) -> tuple[datetime, datetime]:
 
 
 # (pattern, reader), tried in this order; the first that reads a window wins.
-_PHRASES: list[tuple[re.Pattern, Reader]] = [
+_PHRASES: list[tuple[re.Pattern, _Reader]] = [
     (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), lambda m, cal: _day(int(m[1]), int(m[2]), int(m[3]))),
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I),
      lambda m, cal: _day(int(m[3]), MONTHS[m[2].lower()], int(m[1]))),
@@ -114,8 +113,7 @@ def time_window(query: str, now: float | None = None) -> TimeWindow | None:
         for match in pattern.finditer(query):
             window = read(match, cal)
             if window is not None:
-                phrase = match.group(0)
-                return TimeWindow(window[0].timestamp(), window[1].timestamp(), phrase, _without(query, phrase))
+                return TimeWindow(window[0].timestamp(), window[1].timestamp(), _without(query, match.group(0)))
     return None
 
 
