@@ -22,7 +22,6 @@ from worker.store.db import Database
 
 log = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 8
 # Spooled events committed per transaction (the write lock is held that long).
 SPOOL_BATCH = 500
 
@@ -58,6 +57,26 @@ class Arrival:
     branch: str | None = None
     agent_id: str | None = None
     received_at: float | None = None
+
+
+def spool_arrival(line: str) -> Arrival:
+    """One spool line as an event to commit; ValueError/KeyError/TypeError says why it cannot be."""
+    from memory_anchor.schemas.events import event_refusal
+
+    entry = json.loads(line)
+    if not isinstance(entry, dict):
+        raise ValueError("spool line is not a JSON object")
+    payload = entry["payload"]
+    if not isinstance(payload, dict):
+        raise ValueError("payload is not an object")
+    refusal = event_refusal(payload)
+    if refusal is not None:
+        raise ValueError(refusal)
+    text = {key: entry.get(key) if isinstance(entry.get(key), str) else None for key in ("id", "branch", "agent_id")}
+    received_at = entry.get("received_at")
+    if isinstance(received_at, bool) or not isinstance(received_at, (int, float)) or received_at != received_at:
+        received_at = None
+    return Arrival(payload, text["id"], text["branch"], text["agent_id"], received_at)
 
 
 class Inbox:
@@ -144,15 +163,21 @@ class Inbox:
                 (time.time() + delay, error[:2000], event.id),
             )
 
-    def fail(self, event: InboxEvent, error: str) -> None:
-        """Count a processing error; after MAX_ATTEMPTS the event is parked as failed (kept, not lost)."""
+    def fail(self, event: InboxEvent, error: str) -> bool:
+        """Count a processing error: retry after a backoff, or park the event in quarantine
+        after QUARANTINE_AFTER tries (kept, not lost). True when it was quarantined."""
+        from worker.quarantine import QUARANTINE_AFTER, Quarantine
+
         attempts = event.attempts + 1
-        status = "failed" if attempts >= MAX_ATTEMPTS else "pending"
         with self.db.transaction() as conn:
+            if attempts >= QUARANTINE_AFTER:
+                Quarantine.park_event(conn, event.id, event.event, event.session_id, error, attempts)
+                return True
             conn.execute(
-                "UPDATE inbox SET attempts = ?, status = ?, error = ?, next_attempt = ? WHERE id = ?",
-                (attempts, status, error[:2000], time.time() + min(60.0, 2.0**attempts), event.id),
+                "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ? WHERE id = ?",
+                (attempts, error[:2000], time.time() + min(60.0, 2.0**attempts), event.id),
             )
+        return False
 
     def has_pending(self, session_id: str) -> bool:
         row = self.db.reader().execute(
@@ -161,8 +186,11 @@ class Inbox:
         return row is not None
 
     def counts(self) -> dict[str, int]:
-        rows = self.db.reader().execute("SELECT status, count(*) FROM inbox GROUP BY status").fetchall()
-        return {r[0]: r[1] for r in rows}
+        """Events by status; `quarantined` counts everything parked (events and unembeddable records)."""
+        conn = self.db.reader()
+        counts = {r[0]: r[1] for r in conn.execute("SELECT status, count(*) FROM inbox GROUP BY status")}
+        counts["quarantined"] = int(conn.execute("SELECT count(*) FROM quarantine").fetchone()[0])
+        return counts
 
     def ingest_spool(self, spool: Path) -> int:
         """Move events hooks spooled while the worker was away into the inbox.
@@ -183,23 +211,16 @@ class Inbox:
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
-                payload = entry["payload"]
-                if not isinstance(payload, dict):
-                    raise ValueError("payload is not an object")
-            except (ValueError, KeyError, TypeError):
-                rejects.append(line)
-                continue
-            arrivals.append(
-                Arrival(payload, entry.get("id"), entry.get("branch"), entry.get("agent_id"), entry.get("received_at"))
-            )
+                arrivals.append(spool_arrival(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                rejects.append(json.dumps({"reason": str(exc), "line": line}, ensure_ascii=False))
         for start in range(0, len(arrivals), SPOOL_BATCH):
             self.accept_many(arrivals[start : start + SPOOL_BATCH])
         count = len(arrivals)
         if rejects:
             with open(spool.with_name("spool.rejected.jsonl"), "a", encoding="utf-8") as handle:
                 handle.write("\n".join(rejects) + "\n")
-            log.warning("kept %d unreadable spool lines in spool.rejected.jsonl", len(rejects))
+            log.warning("kept %d unreadable or refused spool lines in spool.rejected.jsonl", len(rejects))
         claimed.unlink()
         return count
 

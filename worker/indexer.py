@@ -56,6 +56,14 @@ def embedding_text(record: dict[str, Any]) -> str:
     return text[:EMBED_MAX_CHARS]
 
 
+def _error() -> str:
+    """The exception being handled, as one line."""
+    import sys
+
+    exc = sys.exc_info()[1]
+    return f"{type(exc).__name__}: {exc}"
+
+
 def vector_meta(record: dict[str, Any]) -> dict[str, Any]:
     meta = {key: record.get(key) for key in META_KEYS}
     meta["happened_at"] = record.get("happened_at")
@@ -71,6 +79,7 @@ class Indexer:
         # One batch at a time: the background drain and a flush never embed the same seq twice.
         self._work_lock = threading.Lock()
         self.indexed = 0  # versions embedded since start, for status pages
+        self._failures: dict[int, int] = {}  # seq -> failed indexing passes, until quarantined
 
     # --- work ----------------------------------------------------------------
 
@@ -78,14 +87,47 @@ class Indexer:
         return int(self.db.reader().execute("SELECT count(*) FROM pending_vectors").fetchone()[0])
 
     def drain_once(self) -> int:
-        """Index one batch of the queue; returns how many versions it handled."""
+        """Index one batch of the queue; returns how many versions it handled.
+
+        A batch that raises is indexed one version at a time, so one record that
+        cannot be embedded holds back no other; it is quarantined after a few
+        failed passes. When every version of the batch fails, the fault is not
+        theirs (the model, the disk): nothing is quarantined and it raises.
+        """
         seqs = [
             row[0]
             for row in self.db.reader().execute(
                 "SELECT seq FROM pending_vectors ORDER BY seq LIMIT ?", (self.batch_size,)
             )
         ]
-        return self._index(seqs)
+        try:
+            return self._index(seqs)
+        except Exception:
+            if len(seqs) <= 1:
+                self._count_failure(seqs, _error())
+                raise
+        done, failed = 0, []
+        for seq in seqs:
+            try:
+                done += self._index([seq])
+            except Exception:
+                failed.append((seq, _error()))
+        if not done:
+            raise RuntimeError(f"indexing failed for all {len(seqs)} queued versions: {failed[0][1]}")
+        for seq, error in failed:
+            self._count_failure([seq], error)
+        return done
+
+    def _count_failure(self, seqs: list[int], error: str) -> None:
+        from worker.quarantine import QUARANTINE_AFTER, Quarantine
+
+        for seq in seqs:
+            attempts = self._failures.get(seq, 0) + 1
+            self._failures[seq] = attempts
+            log.warning("record version %d could not be indexed (attempt %d): %s", seq, attempts, error)
+            if attempts >= QUARANTINE_AFTER:
+                Quarantine(self.db).park_record(seq, error, attempts)
+                self._failures.pop(seq, None)
 
     def drain(self) -> int:
         total = 0

@@ -33,6 +33,8 @@ CAPTURE_QUIET = 0.05
 CAPTURE_MAX_DEFER = 2.0
 CAPTURE_RECENT = 1.0
 BUSY_BATCH = 8
+# A tool use whose distilling raised: already counted as a failure.
+_FAILED = object()
 
 
 class Pipeline:
@@ -96,7 +98,10 @@ class Pipeline:
         """One pass: handle a batch of due events, then index what they wrote."""
         spool = paths.spool_path(self.services.data_dir)
         if spool.exists():
-            self.inbox.ingest_spool(spool)
+            try:
+                self.inbox.ingest_spool(spool)
+            except Exception:  # the spool file stays (or is recovered at the next start): never lost
+                log.exception("could not ingest the spool; the inbox goes on")
         events = self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH)
         if events:
             self.process(events)
@@ -113,31 +118,58 @@ class Pipeline:
         return indexed
 
     def process(self, events: list[InboxEvent]) -> None:
+        """Handle each event on its own: one that raises is retried later (then quarantined), never the batch."""
         tool_uses = [e for e in events if e.event == "PostToolUse"]
         drafts = self._distil_tool_uses(tool_uses)
         for event in events:
-            if event.id in drafts and drafts[event.id] is None:
-                continue  # deferred: the Claude call will be retried later
+            if event.id in drafts and drafts[event.id] in (None, _FAILED):
+                continue  # deferred (the Claude call is retried later) or already counted as failed
             try:
                 draft = drafts.get(event.id)
                 if event.event in ("Stop", "SessionEnd"):
                     draft = self.sessions.prepare_summary(event)
                 self._handle(event, draft)
             except Exception as exc:
-                log.exception("event %s (%s) failed", event.id, event.event)
-                self.inbox.fail(event, f"{type(exc).__name__}: {exc}")
+                self._failed(event, exc)
+
+    def _failed(self, event: InboxEvent, exc: Exception) -> None:
+        if event.attempts == 0:  # the traceback once; later tries and the quarantine say it in one line
+            log.exception("event %s (%s) failed; it will be retried", event.id, event.event)
+        else:
+            log.warning("event %s (%s) failed again (attempt %d): %s", event.id, event.event, event.attempts + 1, exc)
+        try:
+            self.inbox.fail(event, f"{type(exc).__name__}: {exc}")
+        except Exception:
+            log.exception("could not record the failure of event %s", event.id)
 
     def _distil_tool_uses(self, events: list[InboxEvent]) -> dict[int, Any]:
-        """Observation drafts for captured tool uses: {inbox id: draft | None (retry later)}."""
-        keep = [e for e in events if self._capturable(e)]
+        """Observation drafts for captured tool uses: {inbox id: draft | None (retry later) | _FAILED}."""
+        drafts: dict[int, Any] = {}
+        keep = []
+        for event in events:
+            try:
+                if self._capturable(event):
+                    keep.append(event)
+            except Exception as exc:
+                self._failed(event, exc)
+                drafts[event.id] = _FAILED
         if not keep:
-            return {}
-        outcome = self.services.distiller.observations([e.payload for e in keep])
+            return drafts
+        try:
+            outcome = self.services.distiller.observations([e.payload for e in keep])
+        except Exception as exc:
+            if len(keep) == 1:
+                self._failed(keep[0], exc)
+                drafts[keep[0].id] = _FAILED
+                return drafts
+            for event in keep:  # one bad payload must not cost the others their observations
+                drafts.update(self._distil_tool_uses([event]))
+            return drafts
         if outcome.retry_after is not None:
             for event in keep:
                 self.inbox.defer(event, outcome.error or "Claude unavailable", outcome.retry_after)
-            return {e.id: None for e in keep}
-        return {e.id: draft for e, draft in zip(keep, outcome.drafts)}
+            return {**drafts, **{e.id: None for e in keep}}
+        return {**drafts, **{e.id: draft for e, draft in zip(keep, outcome.drafts)}}
 
     def _capturable(self, event: InboxEvent) -> bool:
         settings = self.services.settings

@@ -48,12 +48,18 @@ def status(args: argparse.Namespace) -> int:
     if info is None:
         emit(args, {"running": False}, f"no worker running for {_data_dir(args)}")
         return 1
-    detail = WorkerClient(_data_dir(args), autostart=False).get("/api/v1/status")
+    from memory_anchor.cli.inbox import quarantine_text
+
+    worker_client = WorkerClient(_data_dir(args), autostart=False)
+    detail = worker_client.get("/api/v1/status")
+    inbox = worker_client.get("/api/v1/inbox")
     text = (
         f"worker running at {info.url} (pid {info.pid}, version {info.version})\n"
         f"data dir: {detail['data_dir']}\nrecords: {detail['records']}\ninbox: {detail['inbox']}\n"
-        f"pending vectors: {detail['pending_vectors']}\nRSS: {detail['rss_mb']} MB (peak {detail['peak_rss_mb']} MB)"
+        f"pending vectors: {detail['pending_vectors']}\nRSS: {detail['rss_mb']} MB (peak {detail['peak_rss_mb']} MB)\n"
+        + quarantine_text(inbox)
     )
+    detail["quarantined"] = inbox["quarantined"]
     emit(args, {"running": True, "url": info.url, "pid": info.pid, **detail}, text)
     return 0
 

@@ -102,7 +102,15 @@ class Hook:
             self.worker_reachable = True
             if 200 <= status < 300:
                 return
+            if status == 400:
+                # Malformed: the worker will never take it, so keeping it would only clog the spool.
+                log(self.data_dir, self.event, f"worker refused the event (400): {self.refusal() or 'see worker.log'}; dropped")
+                return
             log(self.data_dir, self.event, f"worker answered {status}; spooling the event")
+        refusal = self.refusal()
+        if refusal is not None:
+            log(self.data_dir, self.event, f"{refusal}; dropped, not spooled")
+            return
         spool.append(
             paths.data_file(paths.SPOOL, self.data_dir),
             spool.spool_entry(self.event_id, self.raw, self.event, self.branch, self.agent_id),
@@ -111,6 +119,12 @@ class Hook:
             from memory_anchor.hookkit import launcher
 
             log(self.data_dir, self.event, launcher.ensure_worker(plugin_root(), self.data_dir))
+
+    def refusal(self) -> str | None:
+        """Why the worker would refuse this payload (the same checks as its wire models), or None."""
+        from memory_anchor.hookkit import fields
+
+        return fields.refusal({"hook_event_name": self.event, **self.payload}) if self.payload else None
 
     def get_json(self, method: str, target: str, body: bytes, timeout: float) -> dict | None:
         """A JSON object from the worker, or None (unreachable, error status, bad body)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
     "SessionStart",
@@ -17,6 +19,122 @@ HOOK_EVENTS = (
 EVENT_ID_HEADER = "X-Memory-Anchor-Event-Id"
 BRANCH_HEADER = "X-Memory-Anchor-Branch"
 AGENT_HEADER = "X-Memory-Anchor-Agent"
+
+
+# --- hook payloads, one wire model per event kind ---------------------------
+#
+# Each model types every field the worker reads, strictly (a number is not a
+# string), and nothing more: fields Claude Code adds in later versions are kept
+# as they are (extra="allow"), and every field may be missing. The hooks, which
+# cannot import pydantic, check the same types with the stdlib table in
+# memory_anchor/hookkit/fields.py; tests/test_event_validation.py proves the two agree.
+
+
+class HookEvent(BaseModel):
+    """What every hook payload carries."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    hook_event_name: StrictStr
+    session_id: StrictStr | None = None
+    transcript_path: StrictStr | None = None
+    cwd: StrictStr | None = None
+    permission_mode: StrictStr | None = None
+
+
+class SessionStartEvent(HookEvent):
+    hook_event_name: Literal["SessionStart"]
+    source: StrictStr | None = None
+    parent_session_id: StrictStr | None = None
+    forked_from_session_id: StrictStr | None = None
+
+
+class UserPromptSubmitEvent(HookEvent):
+    hook_event_name: Literal["UserPromptSubmit"]
+    prompt: StrictStr | None = None
+
+
+class PostToolUseEvent(HookEvent):
+    hook_event_name: Literal["PostToolUse"]
+    tool_name: StrictStr | None = None
+    tool_input: dict[str, Any] | None = None
+    # An object for built-in tools, a list of content blocks for MCP tools.
+    tool_response: dict[str, Any] | list[Any] | StrictStr | None = None
+    tool_use_id: StrictStr | None = None
+    duration_ms: StrictInt | StrictFloat | None = None
+
+
+class PreCompactEvent(HookEvent):
+    hook_event_name: Literal["PreCompact"]
+    trigger: StrictStr | None = None
+    custom_instructions: StrictStr | None = None
+
+
+class StopEvent(HookEvent):
+    hook_event_name: Literal["Stop"]
+    stop_hook_active: StrictBool | None = None
+    last_assistant_message: StrictStr | None = None
+
+
+class SessionEndEvent(HookEvent):
+    hook_event_name: Literal["SessionEnd"]
+    reason: StrictStr | None = None
+
+
+EVENT_MODELS: dict[str, type[HookEvent]] = {
+    "SessionStart": SessionStartEvent,
+    "UserPromptSubmit": UserPromptSubmitEvent,
+    "PostToolUse": PostToolUseEvent,
+    "PreCompact": PreCompactEvent,
+    "Stop": StopEvent,
+    "SessionEnd": SessionEndEvent,
+}
+
+
+def event_refusal(payload: dict[str, Any]) -> str | None:
+    """Why this hook payload cannot be accepted, naming the event kind and the field; None if it can."""
+    name = payload.get("hook_event_name")
+    model = EVENT_MODELS.get(name) if isinstance(name, str) else None
+    if model is None:
+        return f"unknown hook event {name!r}; expected one of {', '.join(HOOK_EVENTS)}"
+    try:
+        model.model_validate(payload)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:3]:
+            field = ".".join(str(part) for part in error["loc"][:1]) or "payload"
+            problems.append(f"field {field!r} {_expected(model, field)}, got {type(payload.get(field)).__name__}")
+        return f"{name} event refused: " + "; ".join(dict.fromkeys(problems))
+    return None
+
+
+def _expected(model: type[HookEvent], field: str) -> str:
+    types = json_types(model).get(field)
+    if not types:
+        return "is invalid"
+    named = [t for t in types if t != "null"]
+    return "must be " + " or ".join(named) + (" (or null)" if "null" in types else "")
+
+
+_JSON_TYPE = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
+              "object": "object", "array": "array", "null": "null"}  # fmt: skip
+
+
+def json_types(model: type[HookEvent]) -> dict[str, tuple[str, ...]]:
+    """{field: the JSON types it accepts}, read from the model's JSON schema (what the hooks' table must match)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for field, spec in model.model_json_schema()["properties"].items():
+        options = spec.get("anyOf", [spec])
+        kinds = []
+        for option in options:
+            if "const" in option or "enum" in option:
+                kinds.append("string")
+            elif "type" in option:
+                kinds.append(_JSON_TYPE[option["type"]])
+            else:  # Any
+                kinds.extend(["string", "integer", "number", "boolean", "object", "array", "null"])
+        out[field] = tuple(sorted(set(kinds)))
+    return out
 
 
 class EventAccepted(BaseModel):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from memory_anchor import paths
-from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS
+from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS, event_refusal
 from worker.api.middleware import read_json_object
 from worker.capture import sanitize_event
 from worker.inbox import Arrival
+from worker.quarantine import Quarantine
 from worker.store.records import RecordError, validate_branch_name
 
 routes = web.RouteTableDef()
@@ -16,16 +17,17 @@ routes = web.RouteTableDef()
 
 @routes.post("/api/v1/events")
 async def post_event(request: web.Request) -> web.Response:
-    """Accept a hook payload exactly as Claude Code sent it; 202 once it is committed."""
+    """Accept a hook payload exactly as Claude Code sent it; 202 once it is committed.
+
+    400 names the event kind and the field when a field the worker reads has the
+    wrong type; fields it does not know are kept as they are.
+    """
     services = request.app["services"]
     payload = await read_json_object(request)
-    name = payload.get("hook_event_name")
-    if name not in HOOK_EVENTS:
-        raise RecordError(
-            f"unknown hook event {name!r}; expected one of {', '.join(HOOK_EVENTS)}", code="unknown_event"
-        )
-    if not isinstance(payload.get("session_id", ""), str):
-        raise RecordError("session_id must be a string", code="invalid_event")
+    refusal = event_refusal(payload)
+    if refusal is not None:
+        code = "unknown_event" if payload.get("hook_event_name") not in HOOK_EVENTS else "invalid_event"
+        raise RecordError(refusal, code=code)
     branch = request.headers.get(BRANCH_HEADER) or None
     if branch:
         validate_branch_name(branch)
@@ -55,5 +57,33 @@ async def ingest_spool(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/inbox")
 async def inbox_status(request: web.Request) -> web.Response:
-    """How many captured events are pending, done or parked as failed."""
-    return web.json_response({"counts": request.app["services"].inbox.counts()})
+    """How many captured events are pending, done or quarantined, and what is quarantined (with its error)."""
+    services = request.app["services"]
+    return web.json_response(
+        {"counts": services.inbox.counts(), "quarantined": Quarantine(services.db).items()}
+    )
+
+
+@routes.post("/api/v1/inbox/quarantine/{id}/retry")
+async def retry_quarantined(request: web.Request) -> web.Response:
+    """Put a quarantined item back in line (after fixing what made it fail)."""
+    services = request.app["services"]
+    item = await services.run(Quarantine(services.db).retry, _item_id(request))
+    pipeline = request.app.get("pipeline")
+    if pipeline is not None:
+        pipeline.wake()
+    return web.json_response(item)
+
+
+@routes.delete("/api/v1/inbox/quarantine/{id}")
+async def drop_quarantined(request: web.Request) -> web.Response:
+    """Discard a quarantined item for good."""
+    services = request.app["services"]
+    return web.json_response(await services.run(Quarantine(services.db).drop, _item_id(request)))
+
+
+def _item_id(request: web.Request) -> int:
+    try:
+        return int(request.match_info["id"])
+    except ValueError:
+        raise RecordError(f"quarantine id must be an integer, not {request.match_info['id']!r}")

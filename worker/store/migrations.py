@@ -228,6 +228,32 @@ CORE: list[Migration] = [
         END;
         """,
     ),
+    (
+        "0004_quarantine",
+        """
+        -- The dead-letter table: work that failed the same way a few times is
+        -- parked here with its error, so the pipeline moves on and a human can
+        -- retry or drop it (`memory-anchor inbox`). stage 'capture' holds an
+        -- inbox event (its row stays in inbox with status 'quarantined'),
+        -- stage 'index' a record version that could not be embedded.
+        CREATE TABLE quarantine (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            stage           TEXT NOT NULL,   -- capture|index
+            inbox_id        INTEGER UNIQUE,
+            record_seq      INTEGER UNIQUE,
+            event           TEXT,
+            session_id      TEXT,
+            error           TEXT NOT NULL,
+            attempts        INTEGER NOT NULL,
+            quarantined_at  REAL NOT NULL
+        );
+        -- Events an earlier version parked as 'failed' join them.
+        INSERT INTO quarantine(stage, inbox_id, event, session_id, error, attempts, quarantined_at)
+            SELECT 'capture', id, event, session_id, coalesce(error, 'failed'), attempts, coalesce(next_attempt, received_at)
+            FROM inbox WHERE status = 'failed';
+        UPDATE inbox SET status = 'quarantined' WHERE status = 'failed';
+        """,
+    ),
 ]
 
 # The memory model (issue 4) and the branching engine (issue 5) append here.

@@ -1,0 +1,63 @@
+"""The hook payload checks, in the standard library (hooks cannot import pydantic).
+
+The same field types as the wire models in memory_anchor/schemas/events.py, as a
+plain table; tests/test_event_validation.py fails if the two ever disagree.
+A hook uses it before spooling an event, so a payload the worker would refuse
+is logged and dropped instead of waiting in the spool.
+"""
+
+from __future__ import annotations
+
+_S = ("null", "string")
+_COMMON = {"hook_event_name": ("string",), "session_id": _S, "transcript_path": _S, "cwd": _S, "permission_mode": _S}
+
+# {event kind: {field: JSON types it accepts}}; fields not listed are free.
+FIELD_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
+    "SessionStart": {**_COMMON, "source": _S, "parent_session_id": _S, "forked_from_session_id": _S},
+    "UserPromptSubmit": {**_COMMON, "prompt": _S},
+    "PostToolUse": {
+        **_COMMON,
+        "tool_name": _S,
+        "tool_input": ("null", "object"),
+        "tool_response": ("array", "null", "object", "string"),
+        "tool_use_id": _S,
+        "duration_ms": ("integer", "null", "number"),
+    },
+    "PreCompact": {**_COMMON, "trigger": _S, "custom_instructions": _S},
+    "Stop": {**_COMMON, "stop_hook_active": ("boolean", "null"), "last_assistant_message": _S},
+    "SessionEnd": {**_COMMON, "reason": _S},
+}
+
+
+def json_type(value: object) -> str:
+    """The JSON type name of a parsed JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def refusal(payload: dict) -> str | None:
+    """Why the worker would refuse this payload (event kind and field named), or None."""
+    name = payload.get("hook_event_name")
+    table = FIELD_TYPES.get(name) if isinstance(name, str) else None
+    if table is None:
+        return f"unknown hook event {name!r}"
+    for field, allowed in table.items():
+        if field not in payload:
+            continue
+        kind = json_type(payload[field])
+        if kind not in allowed and not (kind == "integer" and "number" in allowed):
+            return f"{name} event refused: field {field!r} must be {' or '.join(allowed)}, got {kind}"
+    return None
