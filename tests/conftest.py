@@ -204,3 +204,12 @@ def tool_use_event(session_id: str, n: int, *, cwd: str = "/tmp/project-x", outp
         "tool_use_id": f"toolu_{session_id}_{n}",
         "duration_ms": 12,
     }
+
+
+def wait_for(condition, *, timeout: float = 60.0, what: str = "condition") -> None:
+    """Poll `condition()` until it is true: tests wait on what they expect, never on a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout}s")
+        time.sleep(0.05)

@@ -103,9 +103,9 @@ class Indexer:
         try:
             return self._index(seqs)
         except Exception:
-            if len(seqs) <= 1:
+            if len(seqs) <= 1:  # alone in the queue: no way to tell whose fault it is, so count it
                 self._count_failure(seqs, _error())
-                raise
+                return 0
         done, failed = 0, []
         for seq in seqs:
             try:
