@@ -1,3 +1,17 @@
-"""Memory Anchor: long-term memory for AI coding agents."""
+"""Memory Anchor: long-term memory for AI coding agents.
+
+`from memory_anchor import Memory, AsyncMemory` gives mem0's Memory interface
+over the worker (see memory_anchor/sdk.py). They are imported on first use:
+hooks import this package on every event and must stay fast.
+"""
 
 __version__ = "0.1.0"
+__all__ = ["Memory", "AsyncMemory", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in ("Memory", "AsyncMemory"):
+        from memory_anchor import sdk
+
+        return getattr(sdk, name)
+    raise AttributeError(f"module 'memory_anchor' has no attribute {name!r}")

@@ -20,7 +20,7 @@ from memory_anchor import __version__, paths
 from memory_anchor.settings import SettingsError, load_settings
 from worker import heap, lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
-from worker.api import memory_model
+from worker.api import mem0_platform, memory_model
 from worker.api.middleware import auth_middleware, error_middleware
 from worker.logs import setup_logging
 from worker.services import Services
@@ -41,6 +41,7 @@ ROUTE_TABLES = [
     admin.routes,
     viewer.routes,
     memory_model.routes,
+    mem0_platform.routes,
 ]
 
 

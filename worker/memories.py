@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
+from worker import filters as filter_language
+from worker.filters import Filter
 from worker.store.records import MAIN, NotFound, RecordError, Records, parse_time, resolve_view
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id", "session_id", "project")
@@ -84,14 +86,18 @@ class MemoryService:
             return Records.delete(conn, memory_id, branch=branch, actor=actor or "api")
 
     def delete_all(self, filters: dict[str, Any], *, branch: str = MAIN, actor: str | None = None) -> int:
-        scope = {k: v for k, v in filters.items() if k in SCOPE_KEYS and v}
-        if not scope:
-            raise RecordError("delete_all needs at least one of user_id, agent_id, run_id, project")
+        scope, expr = _scope_and_expr(filters)
+        if not scope and expr is None:
+            raise RecordError("delete_all needs at least one of user_id, agent_id, run_id, project (or other filters)")
+        extra = expr.sql("r") if expr is not None else ("", [])
         count = 0
         with self.db.transaction() as conn:
             view = resolve_view(conn, branch)
             while True:
-                page, _ = Records.query(conn, view, filters={"kind": "memory", **scope}, statuses=None, limit=500)
+                page, _ = Records.query(
+                    conn, view, filters={"kind": "memory", **scope}, statuses=None, limit=500,
+                    extra_where=extra[0], extra_params=extra[1],
+                )  # fmt: skip
                 if not page:
                     break
                 for record in page:
@@ -128,15 +134,17 @@ class MemoryService:
         if not 1 <= limit <= LIST_LIMIT_MAX:
             raise RecordError(f"limit must be between 1 and {LIST_LIMIT_MAX}")
         conn = self.db.reader()
-        scope = {k: v for k, v in filters.items() if k in SCOPE_KEYS and v}
+        scope, expr = _scope_and_expr(filters)
+        extra = expr.sql("r") if expr is not None else ("", [])
         return Records.query(
-            conn, resolve_view(conn, branch, as_of), filters={"kind": list(kinds), **scope}, limit=limit, offset=offset
-        )
+            conn, resolve_view(conn, branch, as_of), filters={"kind": list(kinds), **scope}, limit=limit, offset=offset,
+            extra_where=extra[0], extra_params=extra[1],
+        )  # fmt: skip
 
     def search(self, request: SearchRequest) -> list[dict[str, Any]]:
         conn = self.db.reader()
         view = resolve_view(conn, request.branch or MAIN, request.as_of)
-        filters = request.filters.model_dump(exclude_none=True)
+        filters = {k: v for k, v in request.filters.items() if v is not None}
         for key in ("user_id", "agent_id", "run_id"):
             if getattr(request, key) and key not in filters:
                 filters[key] = getattr(request, key)
@@ -160,6 +168,16 @@ class MemoryService:
 
 # What a search covers unless `filters.kind` says otherwise. Identity is never searched.
 DEFAULT_SEARCH_KINDS = ["memory", "observation", "summary", "event", "fact", "relation", "operation", "prompt"]
+
+
+def _scope_and_expr(filters: dict[str, Any]) -> tuple[dict[str, Any], Filter | None]:
+    """mem0 filters as (scope ids the record index narrows on, the rest compiled to SQL)."""
+    plain, rest = filter_language.split({k: v for k, v in filters.items() if v is not None})
+    scope = {k: v for k, v in plain.items() if k in SCOPE_KEYS and v not in ("", [])}
+    others = {k: v for k, v in plain.items() if k not in scope}
+    if others:
+        rest = {"AND": [rest, others]} if rest else others
+    return scope, (filter_language.parse(rest) if rest else None)
 
 
 def filters_from_query(query: dict[str, str]) -> dict[str, Any]:

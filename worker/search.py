@@ -61,7 +61,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 
+from worker import filters as filter_language
 from worker.embeddings import Embedder
+from worker.filters import Filter
 from worker.store.db import Database
 from worker.store.records import RecordError, Records, View, parse_time
 from worker.timewords import time_window
@@ -195,8 +197,8 @@ class SearchService:
     # --- candidates --------------------------------------------------------------------
 
     def _dense(self, vector, view: View, scope: "_Scope", k: int) -> list[tuple[int, float]]:
-        if scope.metadata:
-            k *= 10  # metadata is checked afterwards, in SQLite; look deeper
+        if scope.metadata or scope.expr is not None:
+            k *= 10  # metadata and filter expressions are checked afterwards, in SQLite; look deeper
         return self.vectors.search(vector, k, scope.vector_filter(view))
 
     def _keyword(self, conn, query: str, view: View, scope: "_Scope", k: int, *, alone: bool) -> list[tuple[int, float]]:
@@ -355,7 +357,7 @@ class SearchService:
         if not candidates:
             return []
         visible = Records.visible_seqs(conn, candidates.keys(), view)
-        records = {seq: r for seq, r in _light_rows(conn, visible, parse_metadata=bool(scope.metadata)).items() if scope.accepts(r)}
+        records = {seq: r for seq, r in _light_rows(conn, visible, scope).items() if scope.accepts(r)}
         if not records:
             return []
         tuning = self.tuning
@@ -418,7 +420,7 @@ class SearchService:
         fresh = neighbours - records.keys()
         if fresh:
             visible = Records.visible_seqs(conn, fresh, view)
-            for seq, row in _light_rows(conn, visible, parse_metadata=bool(scope.metadata)).items():
+            for seq, row in _light_rows(conn, visible, scope).items():
                 if scope.accepts(row):
                     records[seq] = row
                     relevance[seq] = 0.0
@@ -466,11 +468,15 @@ class _Scope:
     metadata: dict[str, Any]
     after: float | None
     before: float | None
+    expr: Filter | None = None
 
     @classmethod
     def from_filters(cls, filters: dict[str, Any], time_range: tuple[Any, Any] | None) -> "_Scope":
         if not isinstance(filters, dict):
             raise SearchError("filters must be an object")
+        # Plain equalities narrow the indexes; mem0's operators and AND/OR/NOT compile to SQL.
+        filters, rest = filter_language.split(filters)
+        expr = filter_language.parse(rest) if rest else None
         columns: dict[str, tuple[str, ...]] = {}
         metadata: dict[str, Any] = {}
         statuses: tuple[str, ...] = ("active",)
@@ -503,7 +509,7 @@ class _Scope:
         kinds = columns.get("kind")
         if kinds is not None:
             columns["kind"] = tuple(k for k in kinds if k not in NEVER_SEARCHED_KINDS)
-        return cls(columns, statuses, metadata, after, before)
+        return cls(columns, statuses, metadata, after, before, expr)
 
     def vector_filter(self, view: View) -> VectorFilter:
         args: dict[str, Any] = {
@@ -543,6 +549,10 @@ class _Scope:
                 continue
             parts.append(f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})")
             params.extend([path, *values])
+        if self.expr is not None:
+            text, expr_params = self.expr.sql(alias)
+            parts.append(text)
+            params.extend(expr_params)
         return "AND " + " AND ".join(parts), params
 
     def accepts(self, record: dict[str, Any]) -> bool:
@@ -658,14 +668,20 @@ def _named_in(query: str) -> set[str]:
     return names
 
 
-def _light_rows(conn, seqs: Iterable[int], *, parse_metadata: bool) -> dict[int, dict[str, Any]]:
-    """The columns ranking and filtering need, without decoding every JSON blob."""
+def _light_rows(conn, seqs: Iterable[int], scope: "_Scope") -> dict[int, dict[str, Any]]:
+    """The columns ranking and filtering need, without decoding every JSON blob.
+
+    Rows that fail the scope's filter expression are left out here, in SQL.
+    """
     seqs = list(seqs)
     out: dict[int, dict[str, Any]] = {}
+    parse_metadata = bool(scope.metadata)
+    expr, expr_params = scope.expr.sql("records") if scope.expr is not None else ("1", [])
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]
         for row in conn.execute(
-            f"SELECT {_LIGHT_COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            f"SELECT {_LIGHT_COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(chunk))}) AND {expr}",
+            [*chunk, *expr_params],
         ):
             record = dict(row)
             record["metadata"] = json.loads(record["metadata"] or "{}") if parse_metadata else {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class ErrorDetail(BaseModel):
@@ -11,6 +11,7 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """`{"error": {"code", "message"}}` with a 4xx status for bad input, 5xx for our faults."""
+    """`{"error": {"code", "message"}, "detail"}` with a 4xx status for bad input, 5xx for our faults."""
 
     error: ErrorDetail
+    detail: str | None = Field(None, description="The message again, where mem0's SDK reads it")

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory_anchor.schemas.filters import FilterObject, Timestamp, filters_field
+
 
 class Message(BaseModel):
     role: str = "user"
@@ -54,33 +56,22 @@ class AddMemoryResponse(BaseModel):
     results: list[MemoryEvent]
 
 
-class SearchFilters(BaseModel):
-    model_config = ConfigDict(extra="allow")  # other keys filter on metadata
-
-    user_id: str | None = None
-    agent_id: str | None = None
-    run_id: str | None = None
-    session_id: str | None = None
-    project: str | None = None
-    kind: str | list[str] | None = None
-    layer: str | list[str] | None = None
-    type: str | list[str] | None = None
-
-
 class SearchRequest(BaseModel):
     """`POST /api/v1/memories/search`."""
 
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1)
-    filters: SearchFilters = Field(default_factory=SearchFilters)
+    filters: FilterObject = filters_field(
+        "mem0 filters: scope ids, kind/layer/type, metadata keys, operators and AND/OR/NOT (see Filters)"
+    )
     top_k: int = Field(10, ge=1, le=200)
     threshold: float | None = None
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     branch: str | None = None
-    as_of: str | int | None = None
-    after: str | float | None = Field(None, description="Only memories that happened after this")
-    before: str | float | None = Field(None, description="Only memories that happened before this")
+    as_of: str | int | None = Field(None, description="Search as of a seq, a snapshot label or a timestamp")
+    after: Timestamp | None = Field(None, description="Only memories that happened after this")
+    before: Timestamp | None = Field(None, description="Only memories that happened before this")
     # mem0 clients send these top-level too
     user_id: str | None = None
     agent_id: str | None = None

@@ -17,10 +17,12 @@ log = logging.getLogger(__name__)
 # /static/ holds its assets. The data it shows come from authenticated /api calls.
 PUBLIC_PATHS = {"/api/health", "/"}
 TOKEN_COOKIE = "memory_anchor_token"
+AUTH_SCHEMES = ("bearer", "token")
 
 
-def error_response(status: int, code: str, message: str) -> web.Response:
-    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+def error_response(status: int, code: str, message: str, *, headers: dict[str, str] | None = None) -> web.Response:
+    # `detail` is where mem0's SDK (and Django REST clients) look for the message.
+    return web.json_response({"error": {"code": code, "message": message}, "detail": message}, status=status, headers=headers)
 
 
 @web.middleware
@@ -28,8 +30,9 @@ async def auth_middleware(request: web.Request, handler):
     if request.path in PUBLIC_PATHS or request.path.startswith("/static/"):
         return await handler(request)
     expected = request.app["services"].token
-    header = request.headers.get("Authorization", "")
-    supplied = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    # mem0's MemoryClient sends `Token <key>`; everything else here sends `Bearer <token>`.
+    supplied = credentials.strip() if scheme.lower() in AUTH_SCHEMES else ""
     supplied = supplied or request.cookies.get(TOKEN_COOKIE, "")
     if not supplied:
         return error_response(401, "missing_token", "send `Authorization: Bearer <token>` (see worker.json)")
@@ -49,7 +52,8 @@ async def error_middleware(request: web.Request, handler):
         code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
             exc.status, "http_error"
         )
-        return error_response(exc.status, code, exc.reason or exc.text or "request failed")
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return error_response(exc.status, code, exc.reason or exc.text or "request failed", headers=allow)
     except RecordError as exc:
         return error_response(exc.status, exc.code, str(exc))
     except ValidationError as exc:
