@@ -1,1 +1,1 @@
-"""The Memory Anchor MCP server (stdio), forwarding to the worker's REST API."""
+"""The Memory Anchor MCP server: tools served by the worker (endpoint.py), reached through a stdlib stdio bridge (bridge.py)."""

@@ -23,6 +23,7 @@ from worker.api import admin, branches, context, events, health, memories, porta
 from worker.api import mem0_platform, memory_model
 from worker.api.middleware import auth_middleware, error_middleware
 from worker.logs import setup_logging
+from worker.mcp_endpoint import McpEndpoint
 from worker.services import Services
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,9 @@ async def _serve(services: Services, host: str, port: int) -> None:
     site = web.SockSite(runner, sock)
     await site.start()
     bound = sock.getsockname()[1]
-    lifecycle.write_info(services.data_dir, lifecycle.new_info(bound, services.token, host))
+    mcp = McpEndpoint(services.data_dir, services.token)
+    mcp_port = await mcp.start(host)
+    lifecycle.write_info(services.data_dir, lifecycle.new_info(bound, services.token, host, mcp_port))
     print(f"Memory Anchor worker listening on http://{host}:{bound} (data in {services.data_dir})", flush=True)
     log.info("listening on %s:%d", host, bound)
     stopping = asyncio.Event()
@@ -149,4 +152,5 @@ async def _serve(services: Services, host: str, port: int) -> None:
     started = time.monotonic()
     await stopping.wait()
     log.info("shutting down after %.0fs", time.monotonic() - started)
+    await mcp.close()
     await runner.cleanup()

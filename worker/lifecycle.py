@@ -36,6 +36,7 @@ class WorkerInfo:
     host: str = "127.0.0.1"
     started_at: float = 0.0
     version: str = ""
+    mcp_port: int = 0  # the MCP endpoint the bridges connect to (worker/mcp_endpoint.py)
 
     @property
     def url(self) -> str:
@@ -179,5 +180,6 @@ def stop(data_dir: Path, *, wait: float = 15.0) -> bool:
     return True
 
 
-def new_info(port: int, token: str, host: str) -> WorkerInfo:
-    return WorkerInfo(pid=os.getpid(), port=port, token=token, host=host, started_at=time.time(), version=__version__)
+def new_info(port: int, token: str, host: str, mcp_port: int = 0) -> WorkerInfo:
+    return WorkerInfo(pid=os.getpid(), port=port, token=token, host=host, started_at=time.time(), version=__version__,
+                      mcp_port=mcp_port)  # fmt: skip

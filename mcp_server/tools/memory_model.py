@@ -8,19 +8,18 @@ Every tool forwards to the worker; the agent id comes from MEMORY_ANCHOR_AGENT
 from __future__ import annotations
 
 import json
-import os
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from mcp_server.app import mcp
-from mcp_server.worker_gateway import branch_scope, call, current_project, session_id
+from mcp_server.worker_gateway import agent, branch_scope, call, current_project, session_id
 
 Layer = Literal["event_log", "verified_fact", "operational_knowledge"]
 
 
 def _agent() -> str | None:
-    return os.environ.get("MEMORY_ANCHOR_AGENT") or None
+    return agent()
 
 
 def _clean(body: dict[str, Any]) -> dict[str, Any]:

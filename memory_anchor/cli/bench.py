@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|locomo|scale|branches`: benchmarks that print figures."""
+"""`memory-anchor bench spine|locomo|scale|branches|vectors|session`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ BENCHES = {
     "locomo": "LoCoMo turn-level recall@5/10/20: default, BM25-only and dense-only search",
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
+    "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
 }
 
 
@@ -56,6 +57,11 @@ def register(sub) -> None:
     vectors.add_argument("--queries", type=int, default=200, help="queries (embedded here from the bench texts)")
     vectors.add_argument("--k", type=int, default=60, help="top k (the search service asks for 60)")
     vectors.set_defaults(handler=_runner("vectors"))
+
+    session = which.add_parser("session", help=BENCHES["session"] + " (a checkout, after `make e2e-deps`)")
+    session.add_argument("--runs", type=int, default=10, help="timed sessions of each kind")
+    session.add_argument("--hook-runs", type=int, default=5, help="extra sessions that time each hook (0: skip)")
+    session.set_defaults(handler=_runner("session"))
 
 
 def _runner(name: str):

@@ -16,16 +16,20 @@ _URL_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 
 
 class WorkerInfo:
-    """Where the running worker listens and the bearer token it expects."""
+    """Where the running worker listens (REST `port`, MCP endpoint `mcp_port`) and the bearer token it expects."""
 
-    __slots__ = ("host", "port", "token", "pid", "version")
+    __slots__ = ("host", "port", "token", "pid", "version", "mcp_port")
 
-    def __init__(self, host: str, port: int, token: str, pid: int | None = None, version: str | None = None):
+    def __init__(
+        self, host: str, port: int, token: str, pid: int | None = None, version: str | None = None,
+        mcp_port: int | None = None,
+    ):  # fmt: skip
         self.host = host
         self.port = port
         self.token = token
         self.pid = pid
         self.version = version
+        self.mcp_port = mcp_port
 
 
 def _quick_scalar(text: str, key: str):
@@ -56,9 +60,9 @@ def _quick_scalar(text: str, key: str):
 
 def parse_worker_info(text: str) -> WorkerInfo | None:
     """worker.json's content → WorkerInfo; None when it lacks a port or token."""
-    keys = ("port", "token", "host", "pid", "version")
+    keys = ("port", "token", "host", "pid", "version", "mcp_port")
     try:
-        port, token, host, pid, version = (_quick_scalar(text, key) for key in keys)
+        port, token, host, pid, version, mcp_port = (_quick_scalar(text, key) for key in keys)
     except ValueError:
         import json
 
@@ -68,7 +72,7 @@ def parse_worker_info(text: str) -> WorkerInfo | None:
             return None
         if not isinstance(data, dict):
             return None
-        port, token, host, pid, version = (data.get(key) for key in keys)
+        port, token, host, pid, version, mcp_port = (data.get(key) for key in keys)
     if not isinstance(port, int) or not isinstance(token, str) or not token:
         return None
     return WorkerInfo(
@@ -77,6 +81,7 @@ def parse_worker_info(text: str) -> WorkerInfo | None:
         token,
         pid if isinstance(pid, int) else None,
         version if isinstance(version, str) else None,
+        mcp_port if isinstance(mcp_port, int) and mcp_port > 0 else None,
     )
 
 

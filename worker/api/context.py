@@ -13,6 +13,7 @@ from worker.api.params import branch_param, int_param
 from worker.context import ContextRequest, build_context, write_cache
 from worker.openapi import request_model
 from worker.recall import recall_for_prompt
+from worker.store.records import MAIN
 
 routes = web.RouteTableDef()
 
@@ -23,7 +24,7 @@ async def get_context(request: web.Request) -> web.Response:
     services = request.app["services"]
     project = request.query.get("project") or project_for_cwd(request.query.get("cwd"))
     session_id = request.query.get("session_id") or None
-    if session_id:
+    if session_id and _may_branch(services, request.query.get("source", "startup")):
         await _wait_for_session(services, session_id)
     branch = (services.session_branch(session_id) if session_id else None) or request.query.get("branch")
     context_request = ContextRequest(
@@ -43,6 +44,17 @@ async def get_context(request: web.Request) -> web.Response:
 
     built = await services.run(build)
     return web.json_response({"context": built.text, "tokens": built.tokens, "sections": built.sections})
+
+
+def _may_branch(services, source: str) -> bool:
+    """Whether processing this SessionStart may put the session on a branch the request cannot name.
+
+    A switch is stored before the session (re)starts and MEMORY_ANCHOR_BRANCH
+    comes with the request, so only a fork (always a resumed session, see
+    worker/branching/sessions.py) or a non-main default branch is worth
+    waiting for; a plain new session gets its context at once.
+    """
+    return source == "resume" or (services.settings.default_branch or MAIN) != MAIN
 
 
 async def _wait_for_session(services, session_id: str, timeout: float = 1.0) -> None:

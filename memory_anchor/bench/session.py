@@ -1,0 +1,203 @@
+"""`memory-anchor bench session`: what the plugin costs a Claude Code session (prints figures).
+
+One-prompt `claude -p` sessions (a Bash tool use, then an answer) with the
+real Claude Code CLI (tests/e2e, `make e2e-deps`) against the fake Messages
+API, in two fresh HOMEs: one without the plugin, one with it installed the
+user's way, its environment already built (this checkout's) and its worker
+already running. The two alternate, round by round, so a busy machine slows
+both alike. Printed: both medians and their ratio, the bridge's peak RSS (the
+`.mcp.json` server every session starts), the worker's RSS, and each hook's
+wall time inside a real session.
+
+The per-hook times come from extra sessions whose `python3` is a shell shim
+that times the hook processes (the timed sessions run without it): the time
+Claude Code waits for each hook, interpreter start included.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = {"ratio": 1.35, "bridge_rss_mb": 15}
+HOOKS = ["session_start", "user_prompt_submit", "post_tool_use", "stop", "session_end"]
+BRIDGE_SCRIPT = "mcp_server/server.py"
+
+SHIM = """#!/bin/sh
+# Times the plugin's hook processes (bench session); everything else runs as it is.
+case "$2" in
+  */hooks/*.py)
+    start=$(date +%s%N)
+    "{python}" "$@"
+    code=$?
+    echo "$(basename "$2" .py) $start $(date +%s%N)" >> "{log}"
+    exit $code;;
+  *) exec "{python}" "$@";;
+esac
+"""
+
+
+def run(args) -> int:
+    if not (ROOT / "tests" / "e2e" / "harness.py").exists():
+        print("bench session needs a checkout of the repository (tests/e2e and its fake API)", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT))
+    from tests.e2e.harness import CLAUDE, RUN_MARKER, ClaudeHome, ScriptedModel, copy_plugin
+    from tests.fakes.anthropic_server import FakeAnthropicServer
+
+    if not CLAUDE.exists():
+        print("the Claude Code CLI is not installed for the e2e tests: run `make e2e-deps` first", file=sys.stderr)
+        return 2
+    marker = f"MARKER-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="bench-session-") as tmp, \
+            FakeAnthropicServer(responder=ScriptedModel(marker)) as fake:  # fmt: skip
+        base = Path(tmp)
+        plain = ClaudeHome(base / "plain", fake.base_url, developer_python=None)
+        plugin = ClaudeHome(base / "plugin", fake.base_url, developer_python=sys.executable)
+        plugin.install_plugin(copy_plugin(base / "clone"))
+        try:
+            for home in (plugin, plain):  # the worker starts and loads the MCP server; node's caches warm
+                home.run(RUN_MARKER)
+            times: dict[str, list[float]] = {"without": [], "with": []}
+            bridge = ProcessWatch(BRIDGE_SCRIPT)
+            with bridge:
+                for round_ in range(args.runs):
+                    order = [("without", plain), ("with", plugin)]
+                    for name, home in order if round_ % 2 == 0 else reversed(order):
+                        started = time.perf_counter()
+                        home.run(RUN_MARKER)
+                        times[name].append(time.perf_counter() - started)
+            hooks = hook_times(plugin, base / "shim", args.hook_runs, RUN_MARKER)
+            worker_rss = worker_rss_mb(plugin)
+        finally:
+            stop_worker(plugin)
+    report(times, hooks, bridge, worker_rss)
+    return 0
+
+
+def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge: ProcessWatch,
+           worker_rss: float | None) -> None:  # fmt: skip
+    without, with_ = statistics.median(times["without"]), statistics.median(times["with"])
+    ratio = with_ / without
+    print(f"one-prompt `claude -p` sessions, {len(times['with'])} of each, interleaved")
+    for name, label in (("without", "without plugin"), ("with", "with plugin")):
+        runs = ", ".join(f"{v:.2f}" for v in times[name])
+        print(f"  {label:15} median {statistics.median(times[name]):.2f} s   (runs: {runs})")
+    verdict = "ok" if ratio <= TARGETS["ratio"] else "over target"
+    print(f"  ratio           {ratio:.2f}   (target <= {TARGETS['ratio']}: {verdict}; "
+          f"{with_ - without:+.2f} s per session)")  # fmt: skip
+    if bridge.peak_kb:
+        mb = bridge.peak_kb / 1024
+        verdict = "ok" if mb <= TARGETS["bridge_rss_mb"] else "over target"
+        print(f"  bridge RSS      {mb:.1f} MB peak over {bridge.seen} sessions   "
+              f"(target <= {TARGETS['bridge_rss_mb']} MB: {verdict})")  # fmt: skip
+    else:
+        print("  bridge RSS      not measured (no bridge process seen; /proc needed)")
+    if worker_rss is not None:
+        print(f"  worker RSS      {worker_rss:.0f} MB (shared by every session)")
+    if hooks:
+        count = max(len(v) for v in hooks.values())
+        print(f"hook wall time inside a session (median of {count} sessions, interpreter start included)")
+        total = 0.0
+        for name in HOOKS:
+            values = hooks.get(name)
+            if values:
+                total += statistics.median(values)
+                print(f"  {name:19} {statistics.median(values) * 1000:6.0f} ms   (max {max(values) * 1000:.0f} ms)")
+        print(f"  {'sum':19} {total * 1000:6.0f} ms")
+
+
+class ProcessWatch:
+    """Samples /proc while sessions run: the peak RSS of every process whose command line names `needle`."""
+
+    def __init__(self, needle: str):
+        self.needle = needle.encode()
+        self.peak_kb = 0
+        self.pids: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    @property
+    def seen(self) -> int:
+        return len(self.pids)
+
+    def __enter__(self) -> ProcessWatch:
+        if Path("/proc/self/status").exists():
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.02):
+            for entry in os.scandir("/proc"):
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    cmdline = Path(entry.path, "cmdline").read_bytes()
+                    if self.needle not in cmdline:
+                        continue
+                    status = Path(entry.path, "status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):  # the process's peak RSS so far
+                        self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+                        self.pids.add(int(entry.name))
+
+
+def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[float]]:
+    """Each hook's wall time over `runs` sessions, measured by a `python3` shim first on PATH."""
+    if runs <= 0 or os.name != "posix":
+        return {}
+    python = shutil.which("python3", path=home.env["PATH"])
+    if python is None:
+        return {}
+    shim_dir.mkdir(parents=True)
+    log = shim_dir / "hooks.log"
+    shim = shim_dir / "python3"
+    shim.write_text(SHIM.format(python=python, log=log))
+    shim.chmod(0o755)
+    env = dict(home.env)
+    home.env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
+    try:
+        for _ in range(runs):
+            home.run(prompt)
+    finally:
+        home.env = env
+    times: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        name, start, end = line.split()
+        times.setdefault(name, []).append((int(end) - int(start)) / 1e9)
+    return times
+
+
+def worker_rss_mb(home) -> float | None:
+    from memory_anchor.client import WorkerClient
+
+    try:
+        info = WorkerClient(home.plugin_data(), autostart=False).info()
+        for line in Path(f"/proc/{info.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except Exception:  # noqa: BLE001 - a figure we cannot read is left out, not a failed bench
+        return None
+    return None
+
+
+def stop_worker(home) -> None:
+    from worker import lifecycle
+
+    for data in (home.home / ".claude" / "plugins" / "data").glob("*"):
+        lifecycle.stop(data)
