@@ -11,14 +11,14 @@ def project_for_cwd(cwd: str | None) -> str:
     """The git root above `cwd` (a `.git` dir or file), else `cwd` itself, else ''."""
     if not cwd:
         return ""
-    path = Path(cwd).expanduser()
+    path = Path(cwd)
     try:
-        path = path.resolve()
-    except OSError:
+        path = path.expanduser().resolve()
+        for candidate in (path, *path.parents):
+            if (candidate / ".git").exists():
+                return str(candidate)
+    except (OSError, ValueError, RuntimeError):  # too long, a NUL byte, a symlink loop: not a real directory
         return str(path)
-    for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
-            return str(candidate)
     return str(path)
 
 

@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ class Arrival:
 
 def spool_arrival(line: str) -> Arrival:
     """One spool line as an event to commit; ValueError/KeyError/TypeError says why it cannot be."""
-    from memory_anchor.schemas.events import event_refusal
+    from memory_anchor.schemas.events import accepted_event
 
     entry = json.loads(line)
     if not isinstance(entry, dict):
@@ -69,9 +69,7 @@ def spool_arrival(line: str) -> Arrival:
     payload = entry["payload"]
     if not isinstance(payload, dict):
         raise ValueError("payload is not an object")
-    refusal = event_refusal(payload)
-    if refusal is not None:
-        raise ValueError(refusal)
+    payload = accepted_event(payload)  # EventRefused is a ValueError
     text = {key: entry.get(key) if isinstance(entry.get(key), str) else None for key in ("id", "branch", "agent_id")}
     received_at = entry.get("received_at")
     if isinstance(received_at, bool) or not isinstance(received_at, (int, float)) or received_at != received_at:
@@ -106,6 +104,16 @@ class Inbox:
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, arrival: Arrival) -> tuple[int, bool]:
+        try:
+            return Inbox._insert_row(conn, arrival)
+        except UnicodeEncodeError:
+            # Lone surrogates ("\ud800" in the JSON) cannot be stored as UTF-8; keep the rest of the event.
+            from memory_anchor.schemas.events import scrub_surrogates
+
+            return Inbox._insert_row(conn, replace(arrival, payload=scrub_surrogates(arrival.payload)))
+
+    @staticmethod
+    def _insert_row(conn: sqlite3.Connection, arrival: Arrival) -> tuple[int, bool]:
         payload = arrival.payload
         key = dedup_key(payload, arrival.event_id)
         session_id = payload.get("session_id")
@@ -207,7 +215,8 @@ class Inbox:
             return 0
         arrivals: list[Arrival] = []
         rejects: list[str] = []
-        for line in claimed.read_text(encoding="utf-8", errors="replace").splitlines():
+        # Lines end with "\n" only: splitlines() would also cut at U+2028 or \x85 inside a JSON string.
+        for line in claimed.read_text(encoding="utf-8", errors="replace").split("\n"):
             if not line.strip():
                 continue
             try:

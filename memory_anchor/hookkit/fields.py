@@ -29,6 +29,28 @@ FIELD_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+# Deeper than this is not a hook payload but an attack on every recursive walk
+# after the door (redaction, storage, distilling), so it is refused.
+MAX_DEPTH = 64
+
+
+def nesting_depth(value: object, limit: int = MAX_DEPTH) -> int:
+    """How deeply lists and objects nest in `value` (counting stops past `limit`); no recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, list):
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth) for child in item)
+    return deepest
+
+
 def json_type(value: object) -> str:
     """The JSON type name of a parsed JSON value."""
     if value is None:
@@ -60,4 +82,6 @@ def refusal(payload: dict) -> str | None:
         kind = json_type(payload[field])
         if kind not in allowed and not (kind == "integer" and "number" in allowed):
             return f"{name} event refused: field {field!r} must be {' or '.join(allowed)}, got {kind}"
+    if nesting_depth(payload) > MAX_DEPTH:
+        return f"{name} event refused: nested deeper than {MAX_DEPTH} levels"
     return None

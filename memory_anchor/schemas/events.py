@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
+from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
@@ -91,21 +93,53 @@ EVENT_MODELS: dict[str, type[HookEvent]] = {
 }
 
 
-def event_refusal(payload: dict[str, Any]) -> str | None:
-    """Why this hook payload cannot be accepted, naming the event kind and the field; None if it can."""
+class EventRefused(ValueError):
+    """A hook payload the worker cannot accept; the message names the event kind and the field."""
+
+
+def accepted_event(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload to store, checked against its kind's wire model; raises EventRefused.
+
+    Lone surrogates ("\\ud800" escapes, which no UTF-8 store can hold) are
+    replaced by U+FFFD first: a stray one in a tool's output is no reason to
+    lose the event.
+    """
     name = payload.get("hook_event_name")
     model = EVENT_MODELS.get(name) if isinstance(name, str) else None
     if model is None:
-        return f"unknown hook event {name!r}; expected one of {', '.join(HOOK_EVENTS)}"
+        raise EventRefused(f"unknown hook event {name!r}; expected one of {', '.join(HOOK_EVENTS)}")
+    if nesting_depth(payload) > MAX_DEPTH:
+        raise EventRefused(f"{name} event refused: nested deeper than {MAX_DEPTH} levels")
     try:
         model.model_validate(payload)
     except ValidationError as exc:
+        if any(error["type"] == "string_unicode" for error in exc.errors()):
+            return accepted_event(scrub_surrogates(payload))
         problems = []
         for error in exc.errors()[:3]:
             field = ".".join(str(part) for part in error["loc"][:1]) or "payload"
             problems.append(f"field {field!r} {_expected(model, field)}, got {type(payload.get(field)).__name__}")
-        return f"{name} event refused: " + "; ".join(dict.fromkeys(problems))
+        raise EventRefused(f"{name} event refused: " + "; ".join(dict.fromkeys(problems))) from None
+    return payload
+
+
+def event_refusal(payload: dict[str, Any]) -> str | None:
+    """Why this hook payload cannot be accepted, naming the event kind and the field; None if it can."""
+    try:
+        accepted_event(payload)
+    except EventRefused as exc:
+        return str(exc)
     return None
+
+
+def scrub_surrogates(payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` with each lone surrogate replaced by U+FFFD (a copy; JSON-walked, so no recursion limit here)."""
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+        return payload
+    except UnicodeEncodeError:
+        return json.loads(text.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
 
 
 def _expected(model: type[HookEvent], field: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from memory_anchor import paths
-from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS, event_refusal
+from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS, EventRefused, accepted_event
 from worker.api.middleware import read_json_object
 from worker.capture import sanitize_event
 from worker.inbox import Arrival
@@ -24,10 +24,11 @@ async def post_event(request: web.Request) -> web.Response:
     """
     services = request.app["services"]
     payload = await read_json_object(request)
-    refusal = event_refusal(payload)
-    if refusal is not None:
+    try:
+        payload = accepted_event(payload)
+    except EventRefused as exc:
         code = "unknown_event" if payload.get("hook_event_name") not in HOOK_EVENTS else "invalid_event"
-        raise RecordError(refusal, code=code)
+        raise RecordError(str(exc), code=code)
     branch = request.headers.get(BRANCH_HEADER) or None
     if branch:
         validate_branch_name(branch)

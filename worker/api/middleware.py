@@ -82,6 +82,8 @@ async def read_json_object(request: web.Request) -> dict:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RecordError(f"request body is not valid JSON: {exc}", code="invalid_json")
+    except RecursionError:
+        raise RecordError("request body nests too deeply to be read", code="invalid_json")
     if not isinstance(body, dict):
         raise RecordError("request body must be a JSON object", code="invalid_json")
     return body
