@@ -6,12 +6,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-slow bench e2e-deps clean help
+.PHONY: run test test-fast test-slow test-stress bench e2e-deps clean help
 
 help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
 	@echo "make test         run the whole test suite (installs everything it needs)"
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
+	@echo "make test-stress  the suite RUNS times (default 5) in a row with every core kept busy"
 	@echo "make bench        run the benchmarks (spine, LoCoMo, branches, scale) and print figures"
 	@echo "make clean        remove the virtual environment and caches"
 
@@ -29,6 +30,10 @@ e2e-deps:
 
 test: $(STAMP) e2e-deps
 	$(PY) -m pytest -q
+
+RUNS ?= 5
+test-stress: $(STAMP) e2e-deps
+	$(PY) -m tests.stress_suite $(RUNS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m 'not slow and not e2e'

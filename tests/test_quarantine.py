@@ -7,12 +7,13 @@ validation, as anything unforeseen would, and must not stop the pipeline.
 
 from __future__ import annotations
 
-import json
+import shutil
 import subprocess
 import sys
 import time
 
 import numpy as np
+import pytest
 
 from memory_anchor import paths
 from worker.inbox import Inbox
@@ -140,3 +141,26 @@ def test_when_every_record_fails_nothing_is_quarantined(tmp_path):
         except RuntimeError as exc:
             assert "model file missing" in str(exc)
     assert indexer.pending_count() == 3 and Quarantine(db).count() == 0
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (optional check)")
+def test_the_viewer_shows_quarantined_events_with_their_error_and_drops_them(tmp_path):
+    from tests.browser import Browser
+
+    data_dir = tmp_path / "data"
+    poison(data_dir, "poison-viewer", {"not": "a path"})
+    worker = start_worker(data_dir)
+    try:
+        wait_for(lambda: worker.get("/api/v1/inbox")["counts"]["quarantined"] == 1, what="quarantined")
+        with Browser(CHROMIUM, tmp_path / "profile") as browser:
+            browser.open(f"{worker.url}/?token={worker.token}#inbox")
+            browser.wait_for("document.body.textContent.includes('TypeError')")
+            browser.wait_for("document.getElementById('count-inbox').textContent === '1'")  # the tab's badge
+            browser.click_button("Drop")
+            browser.wait_for("document.body.textContent.includes('Nothing quarantined')")
+        assert worker.get("/api/v1/inbox")["counts"]["quarantined"] == 0
+    finally:
+        worker.stop()

@@ -321,6 +321,20 @@ const sections = {
     return decisionQueue(node, "Conflicts", "/api/v1/conflicts", ["open", "resolved"], conflictCard, "No conflicts.");
   },
 
+  async inbox(node) {
+    const data = await api("GET", "/api/v1/inbox");
+    const counts = Object.entries(data.counts || {}).map(([k, v]) => `${k} ${v}`).join(", ");
+    const items = data.quarantined || [];
+    fill(
+      node,
+      el("h2", {}, "Inbox"),
+      message("muted", `Captured events: ${counts || "none"}.`),
+      items.length
+        ? el("ul", { class: "cards" }, items.map((item) => quarantineCard(item, () => sections.inbox(node))))
+        : message("muted", "Nothing quarantined: every captured event went through."),
+    );
+  },
+
   async branches(node) {
     const data = await api("GET", "/api/v1/branches");
     const rows = data.results || [];
@@ -365,6 +379,33 @@ async function decisionQueue(node, title, path, statuses, card, empty) {
   status.addEventListener("change", reload);
   fill(node, el("h2", {}, title), el("label", {}, "Status ", status), list);
   await reload();
+}
+
+/** An event (or record version) that kept failing: its error, and the user's two choices. */
+function quarantineCard(item, reload) {
+  async function act(method, path, done) {
+    try {
+      await api(method, path, method === "POST" ? { body: {} } : {});
+      flash(`quarantined #${item.id} ${done}`);
+      refreshCounts();
+      reload();
+    } catch (err) {
+      flash(`quarantined #${item.id}: ${err.message}`, true);
+    }
+  }
+  const what = item.stage === "capture" ? `inbox event ${item.inbox_id}` : `record version ${item.record_seq} (indexing)`;
+  return el(
+    "li",
+    { class: "card quarantine" },
+    el("div", { class: "meta" }, badge("quarantined", "warn"), el("strong", {}, `#${item.id} ${item.event || ""}`),
+       el("span", {}, what), el("span", {}, `session ${item.session_id || "-"}`), el("span", {}, `${item.attempts} attempts`),
+       el("span", {}, new Date(item.quarantined_at * 1000).toLocaleString())),
+    el("pre", { class: "text small error" }, item.error),
+    item.preview ? el("pre", { class: "text small" }, item.preview) : null,
+    el("div", { class: "actions" },
+       decisionButton("Retry", "ok", () => act("POST", `/api/v1/inbox/quarantine/${enc(item.id)}/retry`, "back in line")),
+       decisionButton("Drop", "danger", () => act("DELETE", `/api/v1/inbox/quarantine/${enc(item.id)}`, "dropped"))),
+  );
 }
 
 function decisionButton(label, kind, onclick) {
@@ -490,10 +531,11 @@ async function refreshCounts() {
     ["count-approvals", "/api/v1/approvals", { status: "pending" }],
     ["count-conflicts", "/api/v1/conflicts", { status: "open" }],
   ];
+  counts.push(["count-inbox", "/api/v1/inbox", {}]);
   for (const [id, path, params] of counts) {
     try {
       const data = await api("GET", path, { params });
-      const n = data.total ?? (data.results || []).length;
+      const n = data.counts ? data.counts.quarantined : data.total ?? (data.results || []).length;
       fill(document.getElementById(id), n ? String(n) : "");
     } catch (err) {
       fill(document.getElementById(id));
@@ -523,7 +565,7 @@ function currentSection() {
   return Object.prototype.hasOwnProperty.call(sections, name) ? name : "timeline";
 }
 
-const TITLES = { timeline: "Timeline", search: "Search", facts: "Facts", identity: "Identity", approvals: "Approvals", conflicts: "Conflicts", branches: "Branches" };
+const TITLES = { timeline: "Timeline", search: "Search", facts: "Facts", identity: "Identity", approvals: "Approvals", conflicts: "Conflicts", branches: "Branches", inbox: "Inbox" };
 
 function render() {
   const name = currentSection();
