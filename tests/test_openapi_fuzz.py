@@ -21,14 +21,13 @@ EXAMPLES_PER_OPERATION = 10
 # Operations whose request constraints are not all in the document yet: schemathesis still
 # checks them for server errors, statuses and 405s, but not that it accepts every request
 # the document calls valid. Each needs its body model or query parameters written out (the
-# rules live in validators and services: identity confirmations, known layers, branch names
-# in bodies, required query parameters, Claude Code's hook payloads, the export file format).
+# rules live in validators and services: identity confirmations, known layers, timestamps in
+# bodies, required query parameters, Claude Code's hook payloads, the export file format).
 NOT_YET_PRECISE = (
-    "get_active_context", "search_operations", "time_travel_get", "update_branch", "create_branch",
-    "switch_branch", "merge_branch", "log_event", "search_events", "post_event", "add_fact", "graph_query",
-    "add_identity", "propose_identity_change", "remove_identity", "restore_identity", "import_memory",
-    "memory_model.add_memory", "memory_model.recall", "search_memory", "get_observations", "reindex_operations",
-    "write_relation", "create_snapshot", "time_travel_post", "edit_identity",
+    "get_active_context", "search_operations", "log_event", "search_events", "post_event", "add_fact",
+    "graph_query", "add_identity", "propose_identity_change", "remove_identity", "restore_identity",
+    "import_memory", "memory_model.add_memory", "memory_model.recall", "search_memory", "get_observations",
+    "reindex_operations", "write_relation", "edit_identity",
 )  # fmt: skip
 
 

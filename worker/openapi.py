@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from memory_anchor import __version__
+from memory_anchor.schemas.branches import NAME_SCHEMA
 from memory_anchor.schemas.errors import ErrorResponse
 from memory_anchor.schemas.filters import COMPONENT_MARKER, FILTER_DEFS
 
@@ -31,12 +32,6 @@ REF = "#/components/schemas/{model}"
 ERROR_STATUSES = (400, 401, 403, 404, 409, 410, 413, 422, 500, 503, 507)
 PUBLIC_ERROR_STATUSES = (404, 500)
 # Path parameters are named the same across the API; these are what the handlers accept.
-# records.check_branch_name: 1-100 of these characters, a letter or digit first, no "..", no "/" last.
-BRANCH_NAME = {
-    "type": "string",
-    "pattern": "^[A-Za-z0-9]([A-Za-z0-9._/-]{0,98}[A-Za-z0-9._-])?$",
-    "not": {"pattern": "\\.\\."},
-}
 PATH_PARAMS: dict[str, dict[str, Any]] = {
     "approval_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "conflict_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
@@ -66,12 +61,12 @@ def response_model(model, *, status: int = 200, array: bool = False):
     return mark
 
 
-def query_param(name: str, schema: dict[str, Any], description: str = ""):
+def query_param(name: str, schema: dict[str, Any], description: str = "", *, required: bool = False):
     """Declare a query parameter the handler reads, with the constraints it enforces."""
 
     def mark(handler):
         params = list(getattr(handler, "query_params", []))
-        params.insert(0, {"name": name, "in": "query", "required": False, "schema": schema,
+        params.insert(0, {"name": name, "in": "query", "required": required, "schema": schema,
                           **({"description": description} if description else {})})  # fmt: skip
         handler.query_params = params
         return handler
@@ -121,7 +116,7 @@ def _swap_markers(node: Any) -> Any:
 
 def _path_schema(name: str, path: str) -> dict[str, Any]:
     if name == "name" and path.startswith("/api/v1/branches/"):
-        return BRANCH_NAME
+        return {"type": "string", **NAME_SCHEMA}
     return PATH_PARAMS.get(name, {"type": "string", "minLength": 1})
 
 
