@@ -43,8 +43,8 @@ class Mem0Platform:
         return self.memories.add(request, actor=actor)
 
     def update(self, memory_id: str, body: Mem0UpdateRequest, *, branch: str = MAIN, actor: str | None = None):
-        if body.text is None and body.metadata is None:
-            raise RecordError("give `text` or `metadata` to update")
+        if body.text is None and body.metadata is None:  # only fields without meaning here: nothing changes
+            return self.get(memory_id, branch=branch)
         text = body.text if body.text is not None else self.memories.get(memory_id, branch=branch)["text"]
         record = self.memories.update(
             memory_id, UpdateMemoryRequest(text=text, metadata=body.metadata), branch=branch, actor=actor

@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from memory_anchor import __version__
+from memory_anchor.schemas.branches import NAME_SCHEMA
 from memory_anchor.schemas.errors import ErrorResponse
 from memory_anchor.schemas.filters import COMPONENT_MARKER, FILTER_DEFS
 
@@ -30,6 +31,13 @@ REF = "#/components/schemas/{model}"
 # gone (410), our fault (500), busy (503), disk full (507).
 ERROR_STATUSES = (400, 401, 403, 404, 409, 410, 413, 422, 500, 503, 507)
 PUBLIC_ERROR_STATUSES = (404, 500)
+# Path parameters are named the same across the API; these are what the handlers accept.
+PATH_PARAMS: dict[str, dict[str, Any]] = {
+    "approval_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "conflict_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "archive_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "entity_type": {"type": "string", "enum": ["user", "agent", "app", "run"]},
+}
 
 
 def request_model(model, *, required: bool = True):
@@ -53,14 +61,29 @@ def response_model(model, *, status: int = 200, array: bool = False):
     return mark
 
 
-def query_param(name: str, schema: dict[str, Any], description: str = ""):
+def query_param(name: str, schema: dict[str, Any], description: str = "", *, required: bool = False):
     """Declare a query parameter the handler reads, with the constraints it enforces."""
 
     def mark(handler):
         params = list(getattr(handler, "query_params", []))
-        params.insert(0, {"name": name, "in": "query", "required": False, "schema": schema,
+        params.insert(0, {"name": name, "in": "query", "required": required, "schema": schema,
                           **({"description": description} if description else {})})  # fmt: skip
         handler.query_params = params
+        return handler
+
+    return mark
+
+
+def query_object(name: str, properties: dict[str, dict[str, Any]], *, min_properties: int = 0, description: str = ""):
+    """Declare query parameters that go together (`?user_id=..&agent_id=..`), e.g. "at least one of"."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if min_properties:
+        schema["minProperties"] = min_properties
+
+    def mark(handler):
+        param = {"name": name, "in": "query", "style": "form", "explode": True, "required": bool(min_properties),
+                 "schema": schema, **({"description": description} if description else {})}  # fmt: skip
+        handler.query_params = [param, *getattr(handler, "query_params", [])]
         return handler
 
     return mark
@@ -91,6 +114,12 @@ def _swap_markers(node: Any) -> Any:
     return node
 
 
+def _path_schema(name: str, path: str) -> dict[str, Any]:
+    if name == "name" and path.startswith("/api/v1/branches/"):
+        return {"type": "string", **NAME_SCHEMA}
+    return PATH_PARAMS.get(name, {"type": "string", "minLength": 1})
+
+
 def _source(handler) -> str:
     try:
         return inspect.getsource(handler)
@@ -117,7 +146,7 @@ def _body(handler, source: str, components: _Components) -> dict[str, Any] | Non
 def _responses(handler, source: str, public: bool, components: _Components) -> dict[str, Any]:
     declared = getattr(handler, "response_model", None)
     statuses = {int(s) for s in re.findall(r"status=(\d{3})\b", source)}
-    success = declared[1] if declared else min([s for s in statuses if s < 400] or [200])
+    success = declared[1] if declared else min([s for s in statuses if s < 400 and s != 303] or [200])
     body: dict[str, Any] = {"type": "object"}
     if declared:
         body = components.ref(declared[0])
@@ -145,6 +174,7 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
     components = _Components()
     components.schemas.update(FILTER_DEFS)
     paths: dict[str, dict[str, Any]] = {}
+    names = [route.handler.__name__ for route in app.router.routes() if route.method != "HEAD"]
     for route in app.router.routes():
         if route.method == "HEAD":
             continue
@@ -158,16 +188,15 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
         doc = (handler.__doc__ or "").strip()
         public = path in PUBLIC_PATHS or path.startswith("/static/")
         operation: dict[str, Any] = {
-            "operationId": handler.__name__,
+            # operationIds must be unique: two modules may each have an `add_memory`.
+            "operationId": handler.__name__ if names.count(handler.__name__) == 1
+            else f"{handler.__module__.rsplit('.', 1)[-1]}.{handler.__name__}",
             "summary": doc.split("\n", 1)[0] or handler.__name__.replace("_", " "),
             "responses": _responses(handler, source, public, components),
         }
         if doc:
             operation["description"] = doc
-        params = [
-            {"name": p, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
-            for p in re.findall(r"{(\w+)}", path)
-        ]
+        params = [{"name": p, "in": "path", "required": True, "schema": _path_schema(p, path)} for p in re.findall(r"{(\w+)}", path)]
         params += getattr(handler, "query_params", [])
         if params:
             operation["parameters"] = params

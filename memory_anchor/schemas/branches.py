@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory_anchor.schemas.filters import AsOf
+
 BranchStatus = Literal["active", "merged", "archived"]
 MergeStrategy = Literal["auto", "cherry_pick", "squash", "accept", "skip"]
 ChangeKind = Literal["added", "changed", "invalidated"]
@@ -21,16 +23,32 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# What records.validate_branch_name accepts (snapshot labels too), written out for the OpenAPI document:
+# 1-100 of these characters, a letter or digit first, no "..", no "/" last.
+NAME_SCHEMA = {"pattern": "^[A-Za-z0-9]([A-Za-z0-9._/-]{0,98}[A-Za-z0-9._-])?$", "not": {"pattern": "\\.\\."}}
+# A snapshot label also must not be all digits: as_of would read it as a sequence number.
+LABEL_SCHEMA = {**NAME_SCHEMA, "not": {"anyOf": [{"pattern": "\\.\\."}, {"pattern": "^[0-9]+$"}]}}
+
+
 # --- branches -------------------------------------------------------------------------
 
 
 class BranchCreate(_Strict):
     """`POST /api/v1/branches`: fork `parent` at its current head, at `as_of`, or at a snapshot."""
 
-    name: str = Field(description="1-100 letters, digits, '.', '_', '-', '/'; starts with a letter or digit")
-    parent: str | None = Field(None, description="Branch to fork from (default main, or the snapshot's branch)")
-    from_snapshot: str | None = Field(None, description="Fork at this snapshot: parent = its branch, fork = its seq")
-    as_of: str | int | None = Field(None, description="Fork the parent as it was then (seq, snapshot or timestamp)")
+    # The document says what _one_fork_point checks: not both a snapshot and an as_of.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"not": {
+        "required": ["from_snapshot", "as_of"],
+        "properties": {"from_snapshot": {"type": "string", "minLength": 1}, "as_of": {"not": {"enum": [None, ""]}}},
+    }})  # fmt: skip
+
+    name: str = Field(description="1-100 letters, digits, '.', '_', '-', '/'; starts with a letter or digit",
+                      json_schema_extra=NAME_SCHEMA)
+    parent: str | None = Field(None, description="Branch to fork from (default main, or the snapshot's branch)",
+                               json_schema_extra={"anyOf": [{"type": "string", **NAME_SCHEMA}, {"type": "null"}]})
+    from_snapshot: str | None = Field(None, description="Fork at this snapshot: parent = its branch, fork = its seq",
+                                      json_schema_extra={"anyOf": [{"type": "string", **NAME_SCHEMA}, {"type": "null"}]})
+    as_of: AsOf | None = Field(None, description="Fork the parent as it was then (seq, snapshot or timestamp)")
     description: str = Field("", max_length=2000)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -62,13 +80,22 @@ class BranchList(BaseModel):
     results: list[BranchOut]
 
 
+class BranchUpdate(_Strict):
+    """`PATCH /api/v1/branches/{name}`: archive or restore a branch, or change its description."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    status: Literal["archived", "active"] | None = Field(None, json_schema_extra={"enum": ["archived", "active"]})
+    description: str | None = Field(None, json_schema_extra={"type": "string"})
+
+
 class BranchSwitch(_Strict):
     """`POST /api/v1/branches/switch`: the session's later writes go to `branch`."""
 
-    branch: str
+    branch: str = Field(json_schema_extra=NAME_SCHEMA)
     session_id: str = Field(min_length=1, max_length=200)
     create: bool = Field(False, description="Create the branch (from `parent`) if it does not exist")
-    parent: str | None = None
+    parent: str | None = Field(None, json_schema_extra={"anyOf": [{"type": "string", **NAME_SCHEMA}, {"type": "null"}]})
 
 
 class BranchSwitchOut(BaseModel):
@@ -142,7 +169,14 @@ class BranchDiff(BaseModel):
 class MergeRequest(_Strict):
     """`POST /api/v1/branches/{source}/merge`."""
 
-    target: str = "main"
+    # The document says what _items_for_cherry_pick checks.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["strategy", "items"],
+         "properties": {"strategy": {"const": "cherry_pick"}, "items": {"type": "array", "minItems": 1}}},
+        {"properties": {"strategy": {"enum": ["auto", "squash", "accept", "skip"]}, "items": {"type": "null"}}},
+    ]})  # fmt: skip
+
+    target: str = Field("main", json_schema_extra=NAME_SCHEMA)
     strategy: MergeStrategy = "auto"
     items: list[str] | None = Field(None, description="cherry_pick: the record ids to bring over")
     resolutions: dict[str, Literal["source", "target"]] | None = Field(
@@ -210,8 +244,9 @@ class MergeList(BaseModel):
 
 
 class SnapshotCreate(_Strict):
-    label: str | None = Field(None, description="Name; default snap-<branch>-<seq>")
-    branch: str = "main"
+    label: str | None = Field(None, description="Name, not all digits; default snap-<branch>-<seq>",
+                              json_schema_extra={"anyOf": [{"type": "string", **LABEL_SCHEMA}, {"type": "null"}]})
+    branch: str = Field("main", json_schema_extra=NAME_SCHEMA)
     description: str = Field("", max_length=2000)
 
 
@@ -232,8 +267,8 @@ class TimeTravelRequest(_Strict):
     """Search memory as it was at `as_of` (a seq, snapshot label or timestamp)."""
 
     query: str = Field(min_length=1)
-    as_of: str | int
-    branch: str = "main"
+    as_of: AsOf
+    branch: str = Field("main", json_schema_extra=NAME_SCHEMA)
     project: str | None = None
     top_k: int = Field(10, ge=1, le=100)
 

@@ -12,8 +12,13 @@ from typing import Annotated, Any
 from pydantic import Field, WithJsonSchema
 
 _SCALAR = {"type": ["string", "number", "boolean"]}
+# Epoch seconds of 0001-01-01 and 9999-12-31T23:59:59: what ISO 8601 dates can say.
+TIME_RANGE = (-62135596800, 253402300799)
 _TIME = {
-    "anyOf": [{"type": "number"}, {"type": "string", "format": "date-time"}],
+    "anyOf": [
+        {"type": "number", "minimum": TIME_RANGE[0], "maximum": TIME_RANGE[1]},
+        {"type": "string", "format": "date-time"},
+    ],
     "description": "ISO 8601 or epoch seconds",
 }
 
@@ -102,7 +107,9 @@ FilterObject = Annotated[dict[str, Any], WithJsonSchema(FILTERS_SCHEMA)]
 
 
 # A point in time on the wire: epoch seconds or an ISO 8601 date-time (what parse_time reads).
-Timestamp = Annotated[str | float, WithJsonSchema(_TIME)]
+Timestamp = Annotated[str | Annotated[float, Field(ge=TIME_RANGE[0], le=TIME_RANGE[1])], WithJsonSchema(_TIME)]
+# `as_of`: a sequence number (a SQLite integer), a snapshot label or a timestamp.
+AsOf = Annotated[int, Field(ge=0, le=2**63 - 1)] | str
 
 
 def filters_field(description: str = "mem0 filters (see Filters)") -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_anchor.schemas.filters import FilterObject, filters_field
+from memory_anchor.schemas.filters import TIME_RANGE, FilterObject, filters_field
 
 EntityType = Literal["user", "agent", "app", "run"]
 
@@ -39,7 +39,7 @@ class Mem0AddRequest(_Lenient):
     filters: FilterObject = filters_field("Entity ids (user_id, agent_id, app_id, run_id), as the v3 API takes them")
     metadata: dict[str, Any] = Field(default_factory=dict)
     infer: bool = True
-    timestamp: int | float | None = Field(None, description="When it happened, epoch seconds")
+    timestamp: float | None = Field(None, ge=TIME_RANGE[0], le=TIME_RANGE[1], description="When it happened, epoch seconds")
     # Accepted for compatibility, not used: categories, instructions, expiry, async mode, graph.
     custom_categories: Any = None
     custom_instructions: Any = None

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory_anchor.schemas.filters import FilterObject, Timestamp, filters_field
+from memory_anchor.schemas.filters import AsOf, FilterObject, Timestamp, filters_field
 
 
 class Message(BaseModel):
@@ -17,10 +17,17 @@ class Message(BaseModel):
 class AddMemoryRequest(BaseModel):
     """`POST /api/v1/memories`: `messages` or `content`, scoped by mem0 ids."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The document says what _needs_text checks: messages (non-empty) or content (not blank).
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"anyOf": [
+            {"required": ["messages"], "properties": {"messages": {"type": "array"}}},
+            {"required": ["content"], "properties": {"content": {"type": "string"}}},
+        ]},  # fmt: skip
+    )
 
-    messages: list[Message] | None = None
-    content: str | None = None
+    messages: list[Message] | None = Field(None, json_schema_extra={"minItems": 1})
+    content: str | None = Field(None, json_schema_extra={"pattern": "\\S"})
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
@@ -28,9 +35,7 @@ class AddMemoryRequest(BaseModel):
     branch: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     infer: bool = True
-    timestamp: str | float | int | None = Field(
-        None, description="When it happened: ISO 8601 or epoch seconds (default: now)"
-    )
+    timestamp: Timestamp | None = Field(None, description="When it happened: ISO 8601 or epoch seconds (default: now)")
 
     @model_validator(mode="after")
     def _needs_text(self) -> "AddMemoryRequest":
@@ -69,7 +74,7 @@ class SearchRequest(BaseModel):
     threshold: float | None = None
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     branch: str | None = None
-    as_of: str | int | None = Field(None, description="Search as of a seq, a snapshot label or a timestamp")
+    as_of: AsOf | None = Field(None, description="Search as of a seq, a snapshot label or a timestamp")
     after: Timestamp | None = Field(None, description="Only memories that happened after this")
     before: Timestamp | None = Field(None, description="Only memories that happened before this")
     # mem0 clients send these top-level too

@@ -9,7 +9,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from memory_anchor.schemas.branches import (
+    NAME_SCHEMA,
     BranchCreate,
+    BranchUpdate,
     BranchSwitch,
     MergeRequest,
     SnapshotCreate,
@@ -18,7 +20,7 @@ from memory_anchor.schemas.branches import (
 from worker.api.middleware import read_json_object
 from worker.api.params import actor, int_param
 from worker.branching.service import BranchService
-from worker.openapi import request_model
+from worker.openapi import query_param, request_model
 from worker.store.records import MAIN, RecordError
 
 routes = web.RouteTableDef()
@@ -82,6 +84,7 @@ async def get_branch(request: web.Request) -> web.Response:
 
 
 @routes.patch("/api/v1/branches/{name:.+}")
+@request_model(BranchUpdate)
 async def update_branch(request: web.Request) -> web.Response:
     """Archive (`{"status": "archived"}`), restore (`"active"`) or re-describe a branch."""
     body = await read_json_object(request)
@@ -168,6 +171,10 @@ async def delete_snapshot(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/time-travel")
+@query_param("as_of", {"type": "string", "minLength": 1}, "A seq, a snapshot label or a timestamp", required=True)
+@query_param("query", {"type": "string", "minLength": 1}, required=True)
+@query_param("branch", {"type": "string", **NAME_SCHEMA})
+@query_param("top_k", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10})
 async def time_travel_get(request: web.Request) -> web.Response:
     """Search memory as it was at `?as_of=` (seq, snapshot label or timestamp): `?query=&branch=&project=&top_k=`."""
     if not request.query.get("as_of"):

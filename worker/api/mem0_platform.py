@@ -31,7 +31,7 @@ from memory_anchor.schemas.mem0 import (
 from worker.api.middleware import read_json_object
 from worker.api.params import actor, branch_param, int_param
 from worker.mem0_platform import Mem0Platform, filters_from_params
-from worker.openapi import query_param, request_model, response_model
+from worker.openapi import query_object, query_param, request_model, response_model
 
 routes = web.RouteTableDef()
 PAGE_SIZE_MAX = 1000
@@ -135,10 +135,10 @@ async def mem0_history(request: web.Request) -> web.Response:
 
 
 @routes.delete("/v1/memories/")
-@query_param("user_id", {"type": "string"})
-@query_param("agent_id", {"type": "string"})
-@query_param("app_id", {"type": "string"})
-@query_param("run_id", {"type": "string"})
+@query_object(
+    "entity", {key: {"type": "string", "minLength": 1} for key in ("user_id", "agent_id", "app_id", "run_id")},
+    min_properties=1, description="At least one entity id",
+)  # fmt: skip
 @response_model(Mem0Status)
 async def mem0_delete_all(request: web.Request) -> web.Response:
     """Delete every memory of an entity (mem0 `client.delete_all`); at least one id is required."""

@@ -7,7 +7,7 @@ from aiohttp import web
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
 from worker.api.middleware import read_json_object
 from worker.api.params import actor, as_of_param, branch_param, int_param
-from worker.openapi import request_model
+from worker.openapi import query_object, query_param, request_model
 from worker.memories import MemoryService, filters_from_query
 from worker.present import record_to_wire
 
@@ -40,7 +40,13 @@ async def search_memories(request: web.Request) -> web.Response:
     return web.json_response({"results": [record_to_wire(h) for h in hits]})
 
 
+SCOPE = {key: {"type": "string", "minLength": 1} for key in ("user_id", "agent_id", "run_id", "session_id", "project")}
+
+
 @routes.get("/api/v1/memories")
+@query_object("scope", SCOPE)
+@query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})
+@query_param("offset", {"type": "integer", "minimum": 0, "maximum": 10**9, "default": 0})
 async def list_memories(request: web.Request) -> web.Response:
     """Every live memory in a scope (`user_id`, `agent_id`, `run_id`, `project`)."""
     page, total = await request.app["services"].run(
@@ -55,6 +61,7 @@ async def list_memories(request: web.Request) -> web.Response:
 
 
 @routes.delete("/api/v1/memories")
+@query_object("scope", SCOPE, min_properties=1, description="At least one scope id")
 async def delete_all_memories(request: web.Request) -> web.Response:
     """Delete every memory in a scope (a scope id is required)."""
     count = await request.app["services"].run(

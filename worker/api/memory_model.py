@@ -34,7 +34,7 @@ from memory_anchor.schemas.memory_model import (
     RelationIn,
 )
 from worker.api.middleware import read_json_object
-from worker.api.params import as_of_param, branch_param, int_param
+from worker.api.params import as_of_param, branch_param, int_param, int_path
 from worker.memory.common import DEFAULT_AGENT, agent_actor, human_actor
 from worker.memory.extraction import Material
 from worker.memory.identity import refuse_agent_identity_write
@@ -226,10 +226,7 @@ async def run_maintenance(request: web.Request) -> web.Response:
 @routes.post("/api/v1/event-log/archive/{archive_id}/restore")
 async def restore_event(request: web.Request) -> web.Response:
     raw = await read_json_object(request) if request.can_read_body else {}
-    try:
-        archive_id = int(request.match_info["archive_id"])
-    except ValueError:
-        raise RecordError("archive id must be an integer")
+    archive_id = int_path(request, "archive_id", "archive id")
     record = await _run(request, _memory(request).events.restore, archive_id,
                         actor=human_actor(raw.get("actor")) if raw.get("actor") else agent_actor(_agent(request)),
                         ttl_days=raw.get("ttl_days"))  # fmt: skip
@@ -390,10 +387,7 @@ async def list_approvals(request: web.Request) -> web.Response:
 
 
 def _approval_id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["approval_id"])
-    except ValueError:
-        raise RecordError("approval id must be an integer")
+    return int_path(request, "approval_id", "approval id")
 
 
 @routes.post("/api/v1/approvals/{approval_id}/approve")
@@ -422,10 +416,7 @@ async def list_conflicts(request: web.Request) -> web.Response:
 async def resolve_conflict(request: web.Request) -> web.Response:
     _human_only(request)
     body = ConflictResolve.model_validate(await read_json_object(request))
-    try:
-        conflict_id = int(request.match_info["conflict_id"])
-    except ValueError:
-        raise RecordError("conflict id must be an integer")
+    conflict_id = int_path(request, "conflict_id", "conflict id")
     return _json(await _run(request, _memory(request).conflicts.resolve, conflict_id, body))
 
 

@@ -21,6 +21,18 @@ def int_param(request: web.Request, name: str, default: int, *, low: int = 0, hi
     return value
 
 
+def int_path(request: web.Request, name: str, what: str) -> int:
+    """A numeric id from the path; 400 unless it is an integer SQLite can hold."""
+    raw = request.match_info[name]
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RecordError(f"{what} must be an integer")
+    if not 0 <= value < 2**63:
+        raise RecordError(f"{what} must be between 0 and {2**63 - 1}")
+    return value
+
+
 def branch_param(request: web.Request) -> str:
     return request.query.get("branch") or request.headers.get(BRANCH_HEADER) or MAIN
 

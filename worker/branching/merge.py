@@ -196,6 +196,7 @@ def _check_picks(diff: Diff, items: list[str]) -> None:
         raise RecordError(
             f"not changed on {diff.source} relative to {diff.target} (nothing to pick): {', '.join(unknown[:20])}",
             code="invalid_items",
+            status=409,  # a well-formed request that the branches' current state cannot serve
         )
 
 

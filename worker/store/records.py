@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from memory_anchor.schemas.filters import TIME_RANGE
+
 MAIN = "main"
 QUERY_ORDERS = ("seq DESC", "seq ASC", "happened_at DESC", "happened_at ASC")
 BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
@@ -162,17 +164,24 @@ def parse_time(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("a timestamp cannot be a boolean")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _in_range(float(value))
     text = str(value).strip()
     if re.fullmatch(r"-?\d+(\.\d+)?", text):
-        return float(text)
+        return _in_range(float(text))
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"not an ISO 8601 timestamp or epoch seconds: {text!r}")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
+    return _in_range(parsed.timestamp())
+
+
+def _in_range(ts: float) -> float:
+    """Epoch seconds a date can show (years 1 to 9999): a stored time must be readable back."""
+    if not TIME_RANGE[0] <= ts <= TIME_RANGE[1]:
+        raise ValueError(f"timestamp {ts} is outside the years 1 to 9999")
+    return ts
 
 
 def iso(ts: float | None) -> str | None:

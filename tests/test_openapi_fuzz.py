@@ -1,0 +1,118 @@
+"""The OpenAPI document, proven by a client no one here wrote: schemathesis (pinned) against a real worker.
+
+It generates requests from the document for every operation and checks that the
+worker never answers 5xx, answers only statuses the document lists, accepts every
+request the document calls valid, and answers 405 with `Allow` to a method a route
+does not support. The run is kept to about a minute (few examples per operation).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHECKS = "not_a_server_error,status_code_conformance,positive_data_acceptance,unsupported_method"
+EXAMPLES_PER_OPERATION = 10
+
+# Operations whose request constraints are not all in the document yet: schemathesis still
+# checks them for server errors, statuses and 405s, but not that it accepts every request
+# the document calls valid. Each needs its body model or query parameters written out (the
+# rules live in validators and services: identity confirmations, known layers, timestamps in
+# bodies, required query parameters, Claude Code's hook payloads, the export file format).
+NOT_YET_PRECISE = (
+    "get_active_context", "search_operations", "log_event", "search_events", "post_event", "add_fact",
+    "graph_query", "add_identity", "propose_identity_change", "remove_identity", "restore_identity",
+    "import_memory", "memory_model.add_memory", "memory_model.recall", "search_memory", "get_observations",
+    "reindex_operations", "write_relation", "edit_identity",
+)  # fmt: skip
+
+
+def _refs(node, found):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            found.add(node["$ref"])
+        for value in node.values():
+            _refs(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _refs(value, found)
+    return found
+
+
+def test_every_reference_resolves_inside_the_document(shared_worker):
+    doc = shared_worker.get("/api/v1/openapi.json")
+    assert doc["openapi"] == "3.1.0"
+    schemas = doc["components"]["schemas"]
+    refs = _refs(doc, set())
+    assert refs, "the document uses components"
+    dangling = sorted(r for r in refs if not r.startswith("#/components/schemas/") or r.rsplit("/", 1)[1] not in schemas)
+    assert not dangling, dangling
+    ids = [op["operationId"] for ops in doc["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids)), "operationIds are unique"
+    search = doc["paths"]["/v3/memories/search/"]["post"]
+    assert search["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/Mem0SearchRequest")
+    assert schemas["Mem0SearchRequest"]["properties"]["filters"]["$ref"] == "#/components/schemas/Filters"
+    assert {"200", "400", "401", "404", "422", "500"} <= set(search["responses"])
+
+
+def test_unsupported_methods_get_405_with_allow(shared_worker):
+    status, body = shared_worker.request("PATCH", "/api/v1/memories/search", {})
+    assert status == 405 and body["error"]["code"] == "method_not_allowed"
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"{shared_worker.url}/v1/ping/", method="POST", data=b"{}")
+    request.add_header("Authorization", f"Token {shared_worker.token}")
+    try:
+        urllib.request.urlopen(request, timeout=30)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 405 and "GET" in exc.headers["Allow"]
+    else:
+        raise AssertionError("POST /v1/ping/ must be refused")
+
+
+def _schemathesis(worker, report: Path, *args: str) -> dict:
+    command = [
+        str(Path(sys.executable).parent / "schemathesis"), "run", f"{worker.url}/api/v1/openapi.json",
+        "-H", f"Authorization: Bearer {worker.token}", "--checks", CHECKS, "--phases", "fuzzing",
+        "-n", str(EXAMPLES_PER_OPERATION), "--seed", "15", "--no-color", "--request-timeout", "60",
+        "--report", "json", "--report-json-path", str(report), *args,
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert report.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    result = json.loads(report.read_text())
+    result["output"] = run.stdout
+    return result
+
+
+def _counts(result: dict) -> dict[str, int]:
+    return {f["code"] + " " + f["title"]: f["count"] for f in result["failures"]}
+
+
+def test_schemathesis_finds_nothing(worker, tmp_path):
+    exclude = [arg for op in NOT_YET_PRECISE for arg in ("--exclude-operation-id", op)]
+    result = _schemathesis(worker, tmp_path / "strict.json", *exclude)
+    counts = _counts(result)
+    print(
+        f"\nschemathesis {result['schemathesis_version']}: {result['operations']['tested']} operations, "
+        f"{result['test_cases']['generated']} cases, failures: {counts or 'none'}"
+    )
+    assert result["operations"]["tested"] >= 60
+    assert not result["errors"], result["errors"]
+    assert not counts, result["output"][-6000:]
+
+
+def test_the_rest_never_fails_the_server(worker, tmp_path):
+    """The operations not yet fully described still never give a 5xx or an undocumented status."""
+    result = _schemathesis(
+        worker, tmp_path / "rest.json",
+        *[arg for op in NOT_YET_PRECISE for arg in ("--include-operation-id", op)],
+    )  # fmt: skip
+    counts = _counts(result)
+    print(f"\nschemathesis, operations not yet precise: {result['test_cases']['generated']} cases, failures: {counts}")
+    assert result["operations"]["tested"] == len(NOT_YET_PRECISE)
+    assert not {k: v for k, v in counts.items() if not k.startswith("ST202")}, result["output"][-6000:]
