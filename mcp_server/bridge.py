@@ -36,7 +36,7 @@ FIRST_CONNECT_WAIT = 20.0
 # Reconnecting after the worker went away: a worker restart takes a few seconds.
 RECONNECT_WAIT = 15.0
 CONNECT_TIMEOUT = 2.0
-WELCOME_TIMEOUT = 10.0  # the worker loads the SDK on the first connection
+WELCOME_TIMEOUT = 5.0
 # A request the worker has not answered in this long gets an error (its tools'
 # own REST calls time out at 30 s).
 REQUEST_TIMEOUT = 120.0
