@@ -13,7 +13,7 @@ help:
 	@echo "make test         run the whole test suite (installs everything it needs)"
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
 	@echo "make test-stress  the suite RUNS times (default 5) in a row with every core kept busy"
-	@echo "make bench        run the benchmarks (spine, LoCoMo, branches, scale) and print figures"
+	@echo "make bench        run the benchmarks (spine, session, LoCoMo, branches, scale) and print figures"
 	@echo "make clean        remove the virtual environment and caches"
 
 $(STAMP): pyproject.toml
@@ -41,8 +41,9 @@ test-fast: $(STAMP)
 test-slow: $(STAMP) e2e-deps
 	$(PY) -m pytest -q -m 'slow or not slow'
 
-bench: $(STAMP)
+bench: $(STAMP) e2e-deps
 	$(VENV)/bin/memory-anchor bench spine
+	$(VENV)/bin/memory-anchor bench session
 	$(VENV)/bin/memory-anchor bench locomo --data ../shared/bench/locomo-dev.json
 	$(VENV)/bin/memory-anchor bench branches --memories 10000
 	$(VENV)/bin/memory-anchor bench scale --n 100000

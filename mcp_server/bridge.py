@@ -26,7 +26,7 @@ import threading
 import time
 
 from memory_anchor import paths
-from memory_anchor.hookkit import launcher, wire
+from memory_anchor.hookkit import wire
 
 # Claude Code may not pass CLAUDE_PLUGIN_DATA to MCP servers; .mcp.json forwards it under this name.
 PLUGIN_DATA_VAR = "MEMORY_ANCHOR_PLUGIN_DATA"
@@ -36,7 +36,7 @@ FIRST_CONNECT_WAIT = 20.0
 # Reconnecting after the worker went away: a worker restart takes a few seconds.
 RECONNECT_WAIT = 15.0
 CONNECT_TIMEOUT = 2.0
-WELCOME_TIMEOUT = 10.0  # the worker loads the SDK on the first connection
+WELCOME_TIMEOUT = 5.0
 # A request the worker has not answered in this long gets an error (its tools'
 # own REST calls time out at 30 s).
 REQUEST_TIMEOUT = 120.0
@@ -162,10 +162,14 @@ class Bridge:
             elif info is not None:
                 last_error = "the running worker has no MCP endpoint (an older version; it restarts after an update)"
             if asked is None:
+                from memory_anchor.hookkit import launcher  # only when the worker did not answer
+
                 asked = launcher.ensure_worker(plugin_root(), self.data_dir)
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.1)
+        from memory_anchor.hookkit import launcher
+
         if launcher.worker_python(plugin_root(), self.data_dir) is None:
             log = paths.data_file(os.path.join(paths.LOGS, paths.BOOTSTRAP_LOG), self.data_dir)
             raise BridgeError("Memory Anchor is installing its Python environment (first run; see "

@@ -84,12 +84,12 @@ class McpEndpoint:
             await self._answer(writer, BridgeWelcome(ok=False, error=f"bridge protocol {hello.protocol} is not "
                                                      f"{BRIDGE_PROTOCOL}: restart Claude Code after the update"))  # fmt: skip
             return
+        # Welcome before loading the SDK: the bridge's first messages wait in the stream meanwhile.
+        await self._answer(writer, BridgeWelcome(ok=True))
         serve = await self._server()
         from mcp_server.worker_gateway import SessionContext
 
-        session = SessionContext(**hello.model_dump(exclude={"protocol", "token"}))
-        await self._answer(writer, BridgeWelcome(ok=True))
-        await serve(reader, writer, session)
+        await serve(reader, writer, SessionContext(**hello.model_dump(exclude={"protocol", "token"})))
 
     async def _server(self):
         """mcp_server.endpoint.serve, imported (once) off the event loop: the SDK takes about a second."""

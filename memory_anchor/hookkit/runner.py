@@ -177,12 +177,16 @@ def session_start(hook: Hook) -> None:
         f"&session_id={wire.quote(str(hook.payload.get('session_id') or ''))}"
         + (f"&branch={wire.quote(hook.branch)}" if hook.branch else "")
     )
-    cache = str(context_cache_path(hook.data_dir, project))
     context = None
     if hook.worker_reachable:
         data = hook.get_json("GET", target, b"", CONTEXT_TIMEOUT)
         context = data.get("context") if data else None
-    elif not os.path.exists(cache) and launcher.worker_python(root, hook.data_dir) is not None:
+    if isinstance(context, str):  # the usual case: no need for the cache's path
+        if context.strip():
+            emit_context("SessionStart", context)
+        return
+    cache = str(context_cache_path(hook.data_dir, project))
+    if not hook.worker_reachable and not os.path.exists(cache) and launcher.worker_python(root, hook.data_dir) is not None:
         # We just asked for a worker and have nothing cached: give it a moment.
         deadline = time.monotonic() + NEW_WORKER_WAIT
         while context is None and time.monotonic() < deadline:

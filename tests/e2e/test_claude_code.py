@@ -131,6 +131,34 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
     assert f"echo {marker}" in details and observation["id"] in details
 
 
+def test_ten_parallel_sessions_share_one_worker(machine, fake_api, marker):
+    """Ten sessions at once, each with its own MCP bridge: one worker serves them all, without an error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    machine.run(RUN_MARKER)
+    client, observation = session_one_observation(machine, marker)
+    worker_pid = json.loads((machine.plugin_data() / "worker.json").read_text())["pid"]
+    since = len(fake_api.messages())
+
+    def session(_):
+        return machine.claude("-p", "--dangerously-skip-permissions", SEARCH_MEMORY, timeout=600)
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        results = list(pool.map(session, range(10)))
+    for result in results:
+        assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
+        assert "Found it in memory." in result.stdout
+
+    requests = main_requests(fake_api, since)
+    details = [last_tool_result(r) for r in requests if last_tool_use(r) == MCP_PREFIX + "get_observations"]
+    assert len(details) >= 10 and all(f"echo {marker}" in d and observation["id"] in d for d in details)
+    errors = [block for r in requests for m in r["messages"] if isinstance(m.get("content"), list)
+              for block in m["content"] if isinstance(block, dict) and block.get("is_error")]  # fmt: skip
+    assert not errors, errors
+    assert json.loads((machine.plugin_data() / "worker.json").read_text())["pid"] == worker_pid
+    assert client.get("/api/health")["status"] == "ok"
+
+
 def test_compact_captures_before_and_reinjects_after(machine, fake_api, marker):
     found = {}
 
