@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|locomo|scale|branches`: benchmarks that print figures."""
+"""`memory-anchor bench spine|locomo|scale|branches|vectors|redaction`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ BENCHES = {
     "locomo": "LoCoMo turn-level recall@5/10/20: default, BM25-only and dense-only search",
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
+    "redaction": "secret redaction on ordinary text: false positives per MB, MB/s, payloads sanitized per second",
 }
 
 
@@ -56,6 +57,12 @@ def register(sub) -> None:
     vectors.add_argument("--queries", type=int, default=200, help="queries (embedded here from the bench texts)")
     vectors.add_argument("--k", type=int, default=60, help="top k (the search service asks for 60)")
     vectors.set_defaults(handler=_runner("vectors"))
+
+    redaction = which.add_parser("redaction", help=BENCHES["redaction"])
+    redaction.add_argument("--extra", action="append", help="another file or tree of ordinary text (repeatable)")
+    redaction.add_argument("--ids", type=int, default=10_000, help="generated ids of each kind (hashes, UUIDs, tool-use ids)")
+    redaction.add_argument("--show", type=int, default=30, help="hits listed with their context")
+    redaction.set_defaults(handler=_runner("redaction"))
 
 
 def _runner(name: str):
