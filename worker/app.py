@@ -21,6 +21,7 @@ from memory_anchor.settings import SettingsError, load_settings
 from worker import heap, lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
 from worker.api import memory_model
+from worker.api.hosts import allowed_hosts, host_middleware
 from worker.api.middleware import auth_middleware, error_middleware
 from worker.logs import setup_logging
 from worker.services import Services
@@ -45,8 +46,11 @@ ROUTE_TABLES = [
 
 
 def create_app(services: Services, *, start_pipeline: bool = True) -> web.Application:
-    app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(
+        middlewares=[error_middleware, host_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES
+    )
     app["services"] = services
+    app["allowed_hosts"] = allowed_hosts(services.settings.host)
     for table in ROUTE_TABLES:
         app.add_routes(table)
     if start_pipeline:
