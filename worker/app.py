@@ -55,7 +55,28 @@ def create_app(services: Services, *, start_pipeline: bool = True) -> web.Applic
         app.add_routes(table)
     if start_pipeline:
         app.cleanup_ctx.append(_pipeline_ctx)
+    app.cleanup_ctx.append(_disk_ctx)
     return app
+
+
+async def _disk_ctx(app: web.Application):
+    """Keep the disk-full reserve in place, and notice when a full disk has room again."""
+    disk = app["services"].disk
+    await asyncio.get_running_loop().run_in_executor(None, disk.keep_reserve)
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(2.0)
+            if disk.full_since is not None and await asyncio.get_running_loop().run_in_executor(
+                None, disk.check_recovered
+            ):
+                # Spool files whose ingestion failed for lack of space: on the pipeline's thread.
+                spool = paths.spool_path(app["services"].data_dir)
+                await app["services"].run_background(app["services"].inbox.recover_claimed_spools, spool)
+
+    task = asyncio.create_task(watch(), name="disk-watch")
+    yield
+    task.cancel()
 
 
 async def _pipeline_ctx(app: web.Application):

@@ -16,7 +16,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from worker.store.db import Database
 
@@ -61,8 +61,10 @@ class Arrival:
 
 
 class Inbox:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, clean: Callable[[dict[str, Any]], dict[str, Any]] | None = None):
+        """`clean` is applied to spooled payloads (hooks spool them raw) before they are stored."""
         self.db = db
+        self._clean = clean or (lambda payload: payload)
 
     def accept(
         self,
@@ -191,7 +193,7 @@ class Inbox:
                 rejects.append(line)
                 continue
             arrivals.append(
-                Arrival(payload, entry.get("id"), entry.get("branch"), entry.get("agent_id"), entry.get("received_at"))
+                Arrival(self._clean(payload), entry.get("id"), entry.get("branch"), entry.get("agent_id"), entry.get("received_at"))
             )
         for start in range(0, len(arrivals), SPOOL_BATCH):
             self.accept_many(arrivals[start : start + SPOOL_BATCH])
