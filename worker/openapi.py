@@ -25,6 +25,23 @@ def request_model(model):
     return mark
 
 
+def responses(extra: dict[str, Any]):
+    """Declare responses a handler gives besides the usual ones (e.g. a stream's content type)."""
+
+    def mark(handler):
+        handler.responses = extra
+        return handler
+
+    return mark
+
+
+# Any route that writes can meet a full disk (worker/store/disk.py).
+STORAGE_FULL = {
+    "description": "Storage full: the disk holding the data is full (code `storage_full`); nothing stored is lost",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+}
+
+
 def build_openapi(app: web.Application) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     schemas: dict[str, Any] = {"ErrorResponse": ErrorResponse.model_json_schema()}
@@ -48,6 +65,8 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
                 },
             },
         }
+        operation["responses"]["507"] = STORAGE_FULL
+        operation["responses"].update(getattr(handler, "responses", {}))
         if doc:
             operation["description"] = doc
         params = re.findall(r"{(\w+)}", path)
