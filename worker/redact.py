@@ -375,7 +375,7 @@ _NOT_PASSWORDS = frozenset(
     "changed reset hashed stored encrypted sha1 sha256 sha512 md5 bcrypt argon2 argon2id pbkdf2 scrypt "
     "utf-8 utf8 base64 string str bytes int".split()
 )
-_CODE_LIKE = re.compile(r"[(){}\[\]$<>%]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[/~.]")
+_CODE_LIKE = re.compile(r"[(){}\[\]$<>%]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[/~.]|^[a-z]+(?:_[a-z]+)+$")
 _PASSWORD_CHAR = re.compile(r"[0-9!@#^&*+=?/|:;,~_-]|.[A-Z]")
 
 
@@ -402,6 +402,8 @@ _NOT_ASSIGNED_SECRET = re.compile(
     r"\d{1,3}(?:\.\d+)?"  # CHARS_PER_TOKEN = 3
     r"|\[[A-Z]{2,10}\]|<[a-z_]{2,10}>"  # pad_token="[PAD]", unk_token="<unk>"
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # api_key=self.api_key
+    r"|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)*"  # token = access_token, TOKEN = CHAR ^ CTL
+    r"|[A-Za-z_]\w*[\[(].*"  # TOKEN: Final[str] = ..., api_key = get_key()
     r"|(?i:[\w.-]{0,40}" + _SECRET_WORDS + r")"  # password=password
 )
 
