@@ -193,7 +193,10 @@ class Inbox:
                 rejects.append(line)
                 continue
             arrivals.append(
-                Arrival(self._clean(payload), entry.get("id"), entry.get("branch"), entry.get("agent_id"), entry.get("received_at"))
+                Arrival(
+                    self._clean(payload), entry.get("id"), entry.get("branch"), entry.get("agent_id"),
+                    entry.get("received_at"),
+                )  # fmt: skip
             )
         for start in range(0, len(arrivals), SPOOL_BATCH):
             self.accept_many(arrivals[start : start + SPOOL_BATCH])
