@@ -266,3 +266,14 @@ def test_the_timeline_updates_live_in_a_browser(shared_worker, tmp_path: Path):
         assert "and one more prompt" in headlines[:2]  # newest first (the API memory may land just before it)
         assert headlines.count("typed while the viewer was open") == 1
         assert browser.evaluate("document.querySelectorAll('li.record.fresh').length") >= 2
+
+
+def test_an_open_stream_does_not_hold_up_the_worker_stopping(worker):
+    conn = http.client.HTTPConnection("127.0.0.1", worker.port, timeout=60)
+    conn.request("GET", "/api/v1/timeline/stream", headers={"Authorization": f"Bearer {worker.token}"})
+    response = conn.getresponse()
+    assert response.readline() == b"retry: 1000\n"
+    assert worker.stop() == 0  # SIGTERM, and a clean exit (not the SIGKILL stop() falls back to)
+    rest = response.read()  # the stream ends with the worker
+    assert b"event: record" not in rest
+    conn.close()
