@@ -211,7 +211,7 @@ def read_events(response, until: str, limit: int = 200) -> list[dict]:
 def test_the_timeline_streams_new_records_as_server_sent_events(shared_worker):
     conn = http.client.HTTPConnection("127.0.0.1", shared_worker.port, timeout=60)
     conn.request("GET", "/api/v1/timeline/stream?project=/tmp/viewer-live",
-                 headers={"Authorization": f"Bearer {shared_worker.token}"})  # fmt: skip
+                 headers={"Authorization": f"Bearer {shared_worker.token}", "Accept": "text/event-stream"})  # fmt: skip
     response = conn.getresponse()
     assert response.status == 200
     assert response.getheader("Content-Type").startswith("text/event-stream")
@@ -227,11 +227,16 @@ def test_the_timeline_streams_new_records_as_server_sent_events(shared_worker):
     # Resuming after a seq replays what came later, as EventSource does with Last-Event-ID.
     conn = http.client.HTTPConnection("127.0.0.1", shared_worker.port, timeout=60)
     conn.request("GET", "/api/v1/timeline/stream?project=/tmp/viewer-live",
-                 headers={"Authorization": f"Bearer {shared_worker.token}", "Last-Event-ID": str(records[0]["seq"])})  # fmt: skip
+                 headers={"Authorization": f"Bearer {shared_worker.token}", "Last-Event-ID": str(records[0]["seq"]),
+                          "Accept": "text/event-stream"})  # fmt: skip
     replayed = read_events(conn.getresponse(), "second streamed prompt")
     assert [r["memory"] for r in replayed] == ["second streamed prompt"]
     conn.close()
     assert shared_worker.request("GET", "/api/v1/timeline/stream", token=None)[0] == 401
+    # Without `Accept: text/event-stream`: one JSON page, and where to resume.
+    page = shared_worker.get(f"/api/v1/timeline/stream?project=/tmp/viewer-live&after={records[0]['seq']}")
+    assert [r["memory"] for r in page["results"]] == ["second streamed prompt"]
+    assert page["last_seq"] == records[1]["seq"]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
@@ -270,7 +275,7 @@ def test_the_timeline_updates_live_in_a_browser(shared_worker, tmp_path: Path):
 
 def test_an_open_stream_does_not_hold_up_the_worker_stopping(worker):
     conn = http.client.HTTPConnection("127.0.0.1", worker.port, timeout=60)
-    conn.request("GET", "/api/v1/timeline/stream", headers={"Authorization": f"Bearer {worker.token}"})
+    conn.request("GET", "/api/v1/timeline/stream", headers={"Authorization": f"Bearer {worker.token}", "Accept": "text/event-stream"})
     response = conn.getresponse()
     assert response.readline() == b"retry: 1000\n"
     assert worker.stop() == 0  # SIGTERM, and a clean exit (not the SIGKILL stop() falls back to)

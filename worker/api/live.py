@@ -17,8 +17,17 @@ routes = web.RouteTableDef()
 KEEP_ALIVE_SECONDS = 15.0
 SSE_RESPONSE = {
     "200": {
-        "description": "A stream of `record` events (id: the record's seq; data: the record as JSON)",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "description": "With `Accept: text/event-stream`, a stream of `record` events (id: the record's seq; "
+        "data: the record as JSON); otherwise one page of the records after `after`, and the seq to resume from",
+        "content": {
+            "text/event-stream": {"schema": {"type": "string"}},
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"results": {"type": "array", "items": {"type": "object"}}, "last_seq": {"type": "integer"}},
+                }
+            },
+        },
     }
 }
 
@@ -29,7 +38,9 @@ async def timeline_stream(request: web.Request) -> web.StreamResponse:
     """New timeline records as they are written (server-sent events), after `after` or `Last-Event-ID`.
 
     Without either, the stream starts with what is written from now on. Filters:
-    project, session_id, branch (as for the timeline).
+    project, session_id, branch (as for the timeline). A client that does not
+    accept `text/event-stream` gets one JSON page instead (polling, and tools
+    that cannot read a stream that never ends).
     """
     services = request.app["services"]
     feed = request.app["live"]
@@ -43,6 +54,12 @@ async def timeline_stream(request: web.Request) -> web.StreamResponse:
         after = int(resume)
     else:
         after = await services.run(latest_seq, services.db)
+
+    if "text/event-stream" not in request.headers.get("Accept", ""):
+        page = await services.run(records_after, services.db, after, project=project, session_id=session_id,
+                                  branch=branch)  # fmt: skip
+        last = max([after, *(int(r["seq"]) for r in page)])
+        return web.json_response({"results": [record_to_wire(r) for r in page], "last_seq": last})
 
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
