@@ -45,7 +45,7 @@ class Browser:
 
     def __enter__(self) -> Browser:
         self._process = subprocess.Popen(
-            [self.executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            [self.executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
              f"--user-data-dir={self.profile}", "about:blank"],

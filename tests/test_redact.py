@@ -54,6 +54,31 @@ SECRETS = [
     ("cli_secret", "mysqladmin --password=Xy9zzq1 status", "Xy9zzq1"),
     ("url_secret", "GET https://api.example.com/v1/data?api_key=9f8e7d6c5b4a&limit=10", "9f8e7d6c5b4a"),
     ("slack_webhook", "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    # Passwords given to command-line tools.
+    ("cli_password", "mysql -u root -p'Qx7!pass-word' shop", "Qx7!pass-word"),
+    ("cli_password", 'mariadb -uroot -p"my db pass" shop', "my db pass"),
+    ("cli_password", "mysqldump -h db -u app -pZz9yy8wq app > dump.sql", "Zz9yy8wq"),
+    ("secret_assignment", "PGPASSWORD=pg-secret-77 psql -h db -U app", "pg-secret-77"),
+    ("secret_assignment", "MYSQL_PWD=abc12345 mysql -u root", "abc12345"),
+    ("cli_password", "sshpass -p 'hunter2-ssh' ssh root@10.0.0.5", "hunter2-ssh"),
+    ("cli_password", "sshpass -p Hunter2ssh ssh root@10.0.0.5", "Hunter2ssh"),
+    ("cli_password", "docker login -u me -p dckr_pat_abc123xyz registry.example", "dckr_pat_abc123xyz"),
+    ("cli_password", "redis-cli -h cache -a R3disPassw0rd ping", "R3disPassw0rd"),
+    ("cli_password", "curl -u admin:s3cr3tpass https://x.example/api", "s3cr3tpass"),
+    ("cli_secret", "psql --password Sekret99x -U app", "Sekret99x"),
+    ("cli_secret", "tool --db-password=Sekret99y run", "Sekret99y"),
+    # Passwords written in prose.
+    ("prose_password", "the admin password is hunter2x", "hunter2x"),
+    ("prose_password", "FYI the password for root is 'toor-toor', rotate it", "toor-toor"),
+    ("prose_password", "my pw: Qwerty!234 (don't share)", "Qwerty!234"),
+    ("prose_password", "wifi passwd was Sunny#Day42.", "Sunny#Day42"),
+    ("prose_password", "数据库密码是 Sh4ngHai2024", "Sh4ngHai2024"),
+    # Keys by their shape alone.
+    ("aws_secret_key", "here it is: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("aws_secret_key", "creds 9drTJvcXLB89EXAMPLEm1Q2w3E4r5T6y7U8i9O0p use them", "9drTJvcXLB89EXAMPLEm1Q2w3E4r5T6y7U8i9O0p"),
+    ("gitlab_token", "remote: glpat-xZ8r2Kq9Wm4Tn7Pv3Ls1 expired", "glpat-xZ8r2Kq9Wm4Tn7Pv3Ls1"),
+    ("npm_token", "//registry.npmjs.org/:_authToken npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    ("huggingface_token", "login with hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
 ]
 
 PRIVATE_KEY = """-----BEGIN OPENSSH PRIVATE KEY-----
@@ -114,6 +139,18 @@ ORDINARY = [
     "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nKeyError: 'secret'",
     "SELECT id, name FROM users WHERE email = 'a@b.c';",
     "这是普通的中文文本，没有任何秘密。",
+    # Look-alikes of the command-line, prose and shape rules.
+    "mkdir -p build/out && ssh -p 2222 host && docker run -p 8080:80 img",
+    "mysql -u root -p shop",  # -p then a space: mysql prompts for the password
+    "pytest -p no:cacheprovider; git log --pretty=format:%H --no-password --verbose",
+    "the password is required and the password is hashed with sha256",
+    "if password is None: password: str = getpass.getpass()",
+    "password: Optional[str] = None\npassword = args.password\npassword=password\npassword: ********",
+    "Password: ${DB_PASSWORD}\npw = pw.strip()",
+    "pad_token=\"[PAD]\", unk_token=\"<unk>\"; CHARS_PER_TOKEN = 3",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b\nMerge: 4E1243BD22C66E76C2BA9EDDC1F91394E57F9F83",
+    "class V1PodFailurePolicyOnExitCodesRequirement and BetaAsyncAbstractComputerToolset20260801",
+    "/home/runner/work/MemoryAnchor/src/Components/Header42/index",
 ]
 
 
@@ -255,3 +292,35 @@ def test_fuzz_secret_planted_anywhere_is_gone(value, secret: str) -> None:
 def test_fuzz_any_shape_never_raises_and_keeps_shape(value) -> None:
     out = sanitize(value, 100)
     assert type(out) is type(value) or isinstance(value, tuple)
+
+
+def test_ids_and_hashes_are_never_taken_for_keys() -> None:
+    """Captured text is full of ids: none of these shapes may be judged a key."""
+    import hashlib
+    import random
+    import string
+    import uuid
+
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits
+    ids = []
+    for i in range(2000):
+        ids.append(hashlib.sha1(str(i).encode()).hexdigest())
+        ids.append(hashlib.sha1(str(i).encode()).hexdigest().upper())
+        ids.append(hashlib.sha256(str(i).encode()).hexdigest())
+        ids.append(str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+        ids.append("toolu_01" + "".join(rng.choice(alphabet) for _ in range(22)))
+    text = "\n".join(ids)
+    assert redact_text(text) == text
+
+
+def test_random_forty_character_keys_are_judged_keys() -> None:
+    """The shape rule catches random 40-character base64 keys (the AWS secret shape) nearly always."""
+    import random
+    import string
+
+    rng = random.Random(11)
+    alphabet = string.ascii_letters + string.digits + "/+"
+    keys = ["".join(rng.choice(alphabet) for _ in range(40)) for _ in range(1000)]
+    missed = [k for k in keys if k in redact_text(f"key {k} end")]
+    assert len(missed) <= 20, missed[:5]  # the class and entropy limits let a few per cent through at most

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 import http.client
 import re
 import shutil
@@ -107,28 +108,31 @@ def test_cli_prints_the_viewer_url(shared_worker):
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NO_CHROMIUM = (
+    "Debian's chromium is not installed: the viewer's browser tests are skipped "
+    "(`apt-get install chromium`; .ci/run installs it in CI)"
+)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (optional check)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_hostile_memory_text_renders_as_text_in_a_browser(shared_worker, tmp_path: Path):
     """A real browser opens the printed URL, gets the cookie, runs the app: the payload stays text."""
+    from tests.browser import Browser
+
     payload = '<img src=x id="pwned" onerror="document.title=\'pwned\'"><b id="bold">hostile</b>'
     shared_worker.post("/api/v1/memories", {"content": payload, "infer": False, "user_id": "viewer"})
-    done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000", "--dump-dom",
-         f"{shared_worker.url}/?token={shared_worker.token}"],
-        capture_output=True, text=True, timeout=90,
-    )  # fmt: skip
-    dom = done.stdout
-    assert "hostile" in dom, done.stderr[-2000:]  # the timeline rendered the memory...
+    with Browser(CHROMIUM, tmp_path / "profile") as browser:
+        browser.open(f"{shared_worker.url}/?token={shared_worker.token}")
+        browser.wait_for("document.body.textContent.includes('hostile')")  # the timeline rendered the memory...
+        dom = browser.evaluate("document.documentElement.outerHTML")
+        title = browser.evaluate("document.title")
+        made = browser.evaluate("!!document.getElementById('pwned') || !!document.getElementById('bold')")
     assert "&lt;img src=x" in dom  # ...as escaped text
-    assert "<img" not in dom and '<b id="bold">' not in dom  # no element was made from it
-    assert "<title>Memory Anchor</title>" in dom
+    assert "<img" not in dom and '<b id="bold">' not in dom and not made  # no element was made from it
+    assert title == "Memory Anchor"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (optional check)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_decisions_are_clicked_through_in_a_browser(shared_worker, tmp_path: Path):
     """A person approves, rejects and resolves with the viewer's buttons; the worker records each decision."""
     from tests.browser import Browser
@@ -176,3 +180,105 @@ def test_decisions_are_clicked_through_in_a_browser(shared_worker, tmp_path: Pat
     assert fact["approval_id"] in rejected
     resolved = shared_worker.get(f"/api/v1/conflicts?project={project}&status=resolved")["results"]
     assert [(c["id"], c["resolution"]) for c in resolved] == [(conflicts[0]["id"], "keep_new")]
+
+
+def prompt_event(session_id: str, prompt: str) -> dict:
+    return {
+        "session_id": session_id, "transcript_path": f"/tmp/.claude/projects/x/{session_id}.jsonl",
+        "cwd": "/tmp/viewer-live", "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+    }  # fmt: skip
+
+
+def read_events(response, until: str, limit: int = 200) -> list[dict]:
+    """Server-sent `record` events from `response` until one's data contains `until`."""
+    found, block = [], []
+    for _ in range(10_000):
+        line = response.readline().decode().rstrip("\n")
+        if line:
+            block.append(line)
+            continue
+        fields = dict(item.split(": ", 1) for item in block if ": " in item and not item.startswith(":"))
+        block = []
+        if fields.get("event") == "record":
+            record = json.loads(fields["data"])
+            assert fields["id"] == str(record["seq"])
+            found.append(record)
+            if until in fields["data"] or len(found) >= limit:
+                return found
+    raise AssertionError(f"{until!r} never arrived; got {found}")
+
+
+def test_the_timeline_streams_new_records_as_server_sent_events(shared_worker):
+    conn = http.client.HTTPConnection("127.0.0.1", shared_worker.port, timeout=60)
+    conn.request("GET", "/api/v1/timeline/stream?project=/tmp/viewer-live",
+                 headers={"Authorization": f"Bearer {shared_worker.token}", "Accept": "text/event-stream"})  # fmt: skip
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Type").startswith("text/event-stream")
+    assert response.readline() == b"retry: 1000\n"  # the stream is open before anything is written
+
+    shared_worker.post("/api/v1/events", prompt_event("live-sse", "first streamed prompt"), expect=202)
+    shared_worker.post("/api/v1/events", prompt_event("live-sse", "second streamed prompt"), expect=202)
+    records = read_events(response, "second streamed prompt")
+    assert [r["memory"] for r in records] == ["first streamed prompt", "second streamed prompt"]
+    assert records[0]["seq"] < records[1]["seq"] and records[0]["kind"] == "prompt"
+    conn.close()
+
+    # Resuming after a seq replays what came later, as EventSource does with Last-Event-ID.
+    conn = http.client.HTTPConnection("127.0.0.1", shared_worker.port, timeout=60)
+    conn.request("GET", "/api/v1/timeline/stream?project=/tmp/viewer-live",
+                 headers={"Authorization": f"Bearer {shared_worker.token}", "Last-Event-ID": str(records[0]["seq"]),
+                          "Accept": "text/event-stream"})  # fmt: skip
+    replayed = read_events(conn.getresponse(), "second streamed prompt")
+    assert [r["memory"] for r in replayed] == ["second streamed prompt"]
+    conn.close()
+    assert shared_worker.request("GET", "/api/v1/timeline/stream", token=None)[0] == 401
+    # Without `Accept: text/event-stream`: one JSON page, and where to resume.
+    page = shared_worker.get(f"/api/v1/timeline/stream?project=/tmp/viewer-live&after={records[0]['seq']}")
+    assert [r["memory"] for r in page["results"]] == ["second streamed prompt"]
+    assert page["last_seq"] == records[1]["seq"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_the_timeline_updates_live_in_a_browser(shared_worker, tmp_path: Path):
+    """Records captured while the viewer is open appear on the page without a reload."""
+    from tests.browser import Browser
+
+    project = "/tmp/viewer-live-browser"
+    shared_worker.post("/api/v1/events", {**prompt_event("live-b", "already there before the page"), "cwd": project},
+                       expect=202)  # fmt: skip
+    shared_worker.wait_idle()
+    with Browser(CHROMIUM, tmp_path / "profile") as browser:
+        browser.open(f"{shared_worker.url}/?token={shared_worker.token}")
+        browser.open(f"{shared_worker.url}/?project={project}#timeline")
+        browser.wait_for("document.body.textContent.includes('already there before the page')")
+        browser.wait_for("document.getElementById('status').textContent.startsWith('Live')")
+        browser.evaluate("window.loadedOnce = 'yes'")  # gone if the page reloads
+
+        shared_worker.post("/api/v1/events", {**prompt_event("live-b", "typed while the viewer was open"), "cwd": project},
+                           expect=202)  # fmt: skip
+        browser.wait_for("document.body.textContent.includes('typed while the viewer was open')")
+        memory = {"content": "remembered through the API while watching", "infer": False, "user_id": "viewer",
+                  "metadata": {"project": project}}  # fmt: skip
+        shared_worker.post("/api/v1/memories", {**memory, "project": project})
+        shared_worker.post("/api/v1/events", {**prompt_event("live-b", "and one more prompt"), "cwd": project}, expect=202)
+        browser.wait_for("document.body.textContent.includes('and one more prompt')")
+        # A write that does not pass through the pipeline shows up too (the stream also looks each second).
+        browser.wait_for("document.body.textContent.includes('remembered through the API while watching')")
+
+        assert browser.evaluate("window.loadedOnce") == "yes"
+        headlines = browser.evaluate("[...document.querySelectorAll('li.record .headline')].map((n) => n.textContent)")
+        assert "and one more prompt" in headlines[:2]  # newest first (the API memory may land just before it)
+        assert headlines.count("typed while the viewer was open") == 1
+        assert browser.evaluate("document.querySelectorAll('li.record.fresh').length") >= 2
+
+
+def test_an_open_stream_does_not_hold_up_the_worker_stopping(worker):
+    conn = http.client.HTTPConnection("127.0.0.1", worker.port, timeout=60)
+    conn.request("GET", "/api/v1/timeline/stream", headers={"Authorization": f"Bearer {worker.token}", "Accept": "text/event-stream"})
+    response = conn.getresponse()
+    assert response.readline() == b"retry: 1000\n"
+    assert worker.stop() == 0  # SIGTERM, and a clean exit (not the SIGKILL stop() falls back to)
+    rest = response.read()  # the stream ends with the worker
+    assert b"event: record" not in rest
+    conn.close()

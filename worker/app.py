@@ -20,8 +20,10 @@ from memory_anchor import __version__, paths
 from memory_anchor.settings import SettingsError, load_settings
 from worker import heap, lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
-from worker.api import mem0_platform, memory_model
+from worker.api import live, mem0_platform, memory_model
+from worker.api.hosts import allowed_hosts, host_middleware
 from worker.api.middleware import auth_middleware, error_middleware
+from worker.live import LiveFeed
 from worker.logs import setup_logging
 from worker.mcp_endpoint import McpEndpoint
 from worker.services import Services
@@ -43,17 +45,53 @@ ROUTE_TABLES = [
     viewer.routes,
     memory_model.routes,
     mem0_platform.routes,
+    live.routes,
 ]
 
 
 def create_app(services: Services, *, start_pipeline: bool = True) -> web.Application:
-    app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(
+        middlewares=[error_middleware, host_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES
+    )
     app["services"] = services
+    app["allowed_hosts"] = allowed_hosts(services.settings.host)
+    app["live"] = LiveFeed()
+    app.on_startup.append(_bind_live_feed)
+    app.on_shutdown.append(_close_live_feed)  # open streams end, so shutdown does not wait on them
     for table in ROUTE_TABLES:
         app.add_routes(table)
     if start_pipeline:
         app.cleanup_ctx.append(_pipeline_ctx)
+    app.cleanup_ctx.append(_disk_ctx)
     return app
+
+
+async def _bind_live_feed(app: web.Application) -> None:
+    app["live"].bind(asyncio.get_running_loop())
+
+
+async def _close_live_feed(app: web.Application) -> None:
+    app["live"].close()
+
+
+async def _disk_ctx(app: web.Application):
+    """Keep the disk-full reserve in place, and notice when a full disk has room again."""
+    disk = app["services"].disk
+    await asyncio.get_running_loop().run_in_executor(None, disk.keep_reserve)
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(2.0)
+            if disk.full_since is not None and await asyncio.get_running_loop().run_in_executor(
+                None, disk.check_recovered
+            ):
+                # Spool files whose ingestion failed for lack of space: on the pipeline's thread.
+                spool = paths.spool_path(app["services"].data_dir)
+                await app["services"].run_background(app["services"].inbox.recover_claimed_spools, spool)
+
+    task = asyncio.create_task(watch(), name="disk-watch")
+    yield
+    task.cancel()
 
 
 async def _pipeline_ctx(app: web.Application):
@@ -63,6 +101,7 @@ async def _pipeline_ctx(app: web.Application):
     pipeline = Pipeline(services)
     services.pipeline = pipeline
     app["pipeline"] = pipeline
+    pipeline.after_event.append(app["live"].changed)  # the viewer's live timeline
     pipeline.after_event.append(services.memory.on_pipeline_event)  # fact extraction, session end (issue 4)
     maintenance = asyncio.create_task(_memory_maintenance(services), name="memory-maintenance")
     task = asyncio.create_task(pipeline.run(), name="pipeline")

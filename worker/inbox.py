@@ -16,7 +16,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from worker.store.db import Database
 
@@ -78,8 +78,10 @@ def spool_arrival(line: str) -> Arrival:
 
 
 class Inbox:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, clean: Callable[[dict[str, Any]], dict[str, Any]] | None = None):
+        """`clean` is applied to spooled payloads (hooks spool them raw) before they are stored."""
         self.db = db
+        self._clean = clean or (lambda payload: payload)
 
     def accept(
         self,
@@ -220,9 +222,11 @@ class Inbox:
             if not line.strip():
                 continue
             try:
-                arrivals.append(spool_arrival(line))
+                arrival = spool_arrival(line)
             except (ValueError, KeyError, TypeError) as exc:
                 rejects.append(json.dumps({"reason": str(exc), "line": line}, ensure_ascii=False))
+            else:
+                arrivals.append(replace(arrival, payload=self._clean(arrival.payload)))
         for start in range(0, len(arrivals), SPOOL_BATCH):
             self.accept_many(arrivals[start : start + SPOOL_BATCH])
         count = len(arrivals)

@@ -7,17 +7,21 @@ import logging
 import logging.handlers
 from pathlib import Path
 
+from worker.redact import redact_text
+
 
 class JsonFormatter(logging.Formatter):
+    """One JSON line per record, redacted like captured data: an error can quote what it failed on."""
+
     def format(self, record: logging.LogRecord) -> str:
         entry = {
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": redact_text(record.getMessage()),
         }
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = redact_text(self.formatException(record.exc_info))
         return json.dumps(entry, ensure_ascii=False)
 
 

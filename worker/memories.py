@@ -36,7 +36,7 @@ class MemoryService:
             inferred = self._infer(request, branch, happened, actor)
             if inferred is not None:
                 return inferred
-        from worker.redact import redact_text
+        from worker.redact import redact, redact_text
 
         results, seqs = [], []
         with self.db.transaction() as conn:
@@ -52,7 +52,7 @@ class MemoryService:
                     user_id=request.user_id,
                     agent_id=request.agent_id,
                     run_id=request.run_id,
-                    metadata={**request.metadata, "role": role},
+                    metadata=redact({**request.metadata, "role": role}),
                     happened_at=happened,
                 )
                 seqs.append(record["seq"])
@@ -68,7 +68,7 @@ class MemoryService:
         return manager.add_from_messages(request, branch=branch, happened_at=happened, actor=actor)
 
     def update(self, memory_id: str, request: UpdateMemoryRequest, *, branch: str = MAIN, actor: str | None = None):
-        from worker.redact import redact_text
+        from worker.redact import redact, redact_text
 
         changes: dict[str, Any] = {"text": redact_text(request.text)}
         with self.db.transaction() as conn:
@@ -76,7 +76,7 @@ class MemoryService:
                 current = Records.get(conn, memory_id, resolve_view(conn, branch))
                 if current is None:
                     raise NotFound(f"memory {memory_id} not found")
-                changes["metadata"] = {**current["metadata"], **request.metadata}
+                changes["metadata"] = redact({**current["metadata"], **request.metadata})
             record = Records.update(conn, memory_id, branch=branch, actor=actor or "api", **changes)
         self.services.indexer.flush([record["seq"]])
         return record

@@ -61,6 +61,16 @@ def response_model(model, *, status: int = 200, array: bool = False):
     return mark
 
 
+def responses(extra: dict[str, Any]):
+    """Declare responses a handler gives besides the usual ones (e.g. a stream's content type)."""
+
+    def mark(handler):
+        handler.responses = extra
+        return handler
+
+    return mark
+
+
 def query_param(name: str, schema: dict[str, Any], description: str = "", *, required: bool = False):
     """Declare a query parameter the handler reads, with the constraints it enforces."""
 
@@ -194,6 +204,7 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
             "summary": doc.split("\n", 1)[0] or handler.__name__.replace("_", " "),
             "responses": _responses(handler, source, public, components),
         }
+        operation["responses"].update(getattr(handler, "responses", {}))
         if doc:
             operation["description"] = doc
         params = [{"name": p, "in": "path", "required": True, "schema": _path_schema(p, path)} for p in re.findall(r"{(\w+)}", path)]

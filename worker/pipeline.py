@@ -18,6 +18,7 @@ from memory_anchor.projects import is_excluded, project_for_cwd
 from worker import heap
 from worker.inbox import InboxEvent
 from worker.sessions import Sessions
+from worker.store.disk import is_storage_full
 from worker.store.records import Records
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,11 @@ class Pipeline:
             await self._yield_to_capture()
             try:
                 worked = await self.services.run_background(self.drain_once)
-            except Exception:
-                log.exception("pipeline pass failed; retrying shortly")
+            except Exception as exc:
+                if is_storage_full(exc):  # one line a minute, not a traceback a second
+                    self.services.disk.report(exc, "processing captured events")
+                else:
+                    log.exception("pipeline pass failed; retrying shortly")
                 worked = 0
             if worked:
                 busy = True

@@ -22,7 +22,9 @@ matches a pattern, so redacting twice is the same as redacting once.
 from __future__ import annotations
 
 import functools
+import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -53,8 +55,14 @@ def strip_private(text: str) -> str:
 _SECRET_WORDS = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
 _ENV_SECRET_WORDS = (
     r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
-    r"SIGNING_?KEY|ENCRYPTION_?KEY|MASTER_?KEY|CREDENTIALS?)"
+    r"SIGNING_?KEY|ENCRYPTION_?KEY|MASTER_?KEY|CREDENTIALS?|MYSQL_PWD)"
 )
+# Words after which prose gives a password: "the admin password is …", "pw: …".
+_PROSE_PASSWORD_WORDS = r"(?:passwords?|passwd|passphrase|passcode|pw|pwd)"
+# Commands whose `-p<value>` (no space: `mysql -p db` prompts, then opens db) is a password.
+_MYSQL_FAMILY = r"(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb(?:-dump|-admin)?)"
+# A command-line value: quoted, or up to the next space.
+_CLI_VALUE = r"('[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"]{1,200})"
 
 
 def _keep_group(group: int, kind: str) -> Callable[[re.Match[str]], str]:
@@ -105,6 +113,10 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
     ),
     ("github_token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b"), None),
     ("github_token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), None),
+    ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), None),
+    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), None),
+    ("pypi_token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"), None),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{34,}\b"), None),
     ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), None),
     (
         "slack_webhook",
@@ -142,19 +154,41 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
     (
         "cli_secret",
         re.compile(
-            r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret|access-token|auth-token)(?:=|\s+))"
-            r"([^\s\"']{3,}|\"[^\"\n]+\"|'[^'\n]+')"
+            r"(?i)(--(?:[a-z]{1,20}-)?(?:password|passwd|pass|passphrase|token|api-key|apikey|secret|"
+            r"client-secret|access-token|auth-token)(?:=|\s+))"
+            r"([^\s\"'-][^\s\"']{2,}|\"[^\"\n]+\"|'[^'\n]+')"
         ),
         _keep_group(2, "cli_secret"),
+    ),
+    # Passwords given to command-line tools: mysql -p'x' / -px, sshpass -p x,
+    # docker login -p x, redis-cli -a x, curl -u user:x.
+    ("cli_password", re.compile(r"((?<![\w-])-p)('[^'\n]{1,200}'|\"[^\"\n]{1,200}\")"), _keep_group(2, "cli_password")),
+    (
+        "cli_password",
+        re.compile(r"(\b" + _MYSQL_FAMILY + r"\b[^\n|;&]{0,200}?\s-p)([^\s'\"-][^\s'\"]{0,200})"),
+        _keep_group(2, "cli_password"),
+    ),
+    (
+        "cli_password",
+        re.compile(
+            r"(\b(?:sshpass\b[^\n|;&]{0,100}?\s-p|(?:docker|podman|helm|nerdctl)\s+(?:registry\s+)?login\b"
+            r"[^\n|;&]{0,200}?\s-p|redis-cli\b[^\n|;&]{0,200}?\s-a)\s*)" + _CLI_VALUE
+        ),
+        _keep_group(2, "cli_password"),
+    ),
+    (
+        "cli_password",
+        re.compile(r"(\b(?:curl|wget)\b[^\n|;&]{0,300}?\s(?:-u|--user)[\s=]*['\"]?[^\s:'\"]{1,100}:)([^\s'\"@]{1,200})"),
+        _keep_group(2, "cli_password"),
     ),
     # ENV-style (upper case): DB_PASSWORD=..., export GITHUB_TOKEN="...", AWS_SECRET_ACCESS_KEY: ...
     (
         "secret_assignment",
         re.compile(
-            r"((?<![A-Za-z0-9])" + _ENV_SECRET_WORDS + r"(?:_[A-Z0-9]{1,30}){0,6}\b[\"']?\s*[:=]\s*)"
+            r"((?<![A-Za-z0-9])[A-Z0-9_]{0,30}?" + _ENV_SECRET_WORDS + r"(?:_[A-Z0-9]{1,30}){0,6}\b[\"']?\s*[:=]\s*)"
             r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`;&|,)}]+)"
         ),
-        _keep_group(2, "secret_assignment"),
+        lambda match: _redact_if(match, _assigned_value_like, "secret_assignment"),
     ),
     # Config/code with a quoted literal: password = "x", "api_key": "x", token: 'x'
     (
@@ -162,7 +196,7 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
         re.compile(
             r"(?i)(" + _SECRET_WORDS + r"[\"']?\s*[:=]\s*)(\"[^\"\n]{4,}\"|'[^'\n]{4,}')"
         ),
-        _keep_group(2, "secret_assignment"),
+        lambda match: _redact_if(match, _assigned_value_like, "secret_assignment"),
     ),
     # Config line with a bare value: `password: hunter2`, `db.password=hunter2`;
     # not code (`password = form.get(name)`) nor templates (`token: ${TOKEN}`).
@@ -171,13 +205,38 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
         re.compile(
             r"(?im)(^[ \t]*[\w.-]{0,40}" + _SECRET_WORDS + r"[ \t]*[:=][ \t]*)([^\s\"'#(){}\[\]$<>]{4,})[ \t]*$"
         ),
-        _keep_group(2, "secret_assignment"),
+        lambda match: _redact_if(match, _assigned_value_like, "secret_assignment"),
+    ),
+    # Prose: "the admin password is hunter2", "password for root: 'x'", "pw = Tr0ub4dor&3".
+    # The value must look like a password (see `_password_like`), so "the password
+    # is required" or `password = form.get(name)` stay as they are.
+    (
+        "prose_password",
+        re.compile(
+            r"(?i)(\b" + _PROSE_PASSWORD_WORDS + r"\b(?:\s+(?:for|of|to|on)\s+(?:the\s+|my\s+|our\s+|your\s+)?"
+            r"[\w@.-]{1,40}(?:\s+(?:account|user|server|database|db|box|host|login))?)?"
+            r"[ \t]*(?:\bis\b|\bwas\b|\bset\s+to\b|\bchanged\s+to\b|:|=)[ \t]*)"
+            r"('[^'\n]{3,100}'|\"[^\"\n]{3,100}\"|`[^`\n]{3,100}`|[^\s'\"`]{4,100})"
+        ),
+        lambda match: _redact_if(match, _password_like, "prose_password"),
+    ),
+    ("prose_password", re.compile(r"((?:密码|口令)\s*(?:是|为|:|：)\s*)([^\s，。、；]{3,100})"), _keep_group(2, "prose_password")),
+    # Bare keys, whatever stands around them: a 40-character AWS secret access key,
+    # judged by its shape and entropy (see `_random_key_like`).
+    (
+        "bare_aws_secret",
+        re.compile(r"(?<![A-Za-z0-9/+])()([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
+        lambda match: _redact_if(match, _random_key_like, "aws_secret_key"),
     ),
 ]
 
 # Cheap pre-checks: a rule only runs when its needle is in the text. Most tool
 # output contains none of them, which keeps redaction fast on large outputs.
 _NEEDLES: dict[str, tuple[str, ...]] = {
+    "gitlab_token": ("glpat-",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-",),
+    "huggingface_token": ("hf_",),
     "private_key": ("PRIVATE KEY",),
     "anthropic_key": ("sk-ant-",),
     "openai_key": ("sk-",),
@@ -197,8 +256,14 @@ def redact_text(text: str) -> str:
     """Replace every secret found in `text` with `[REDACTED:<kind>]`."""
     if not text or not _may_hold_secret(text):
         return text
+    # Which rules may apply is judged once, on the text as it came: a marker
+    # written by one rule never gives a later rule anything to find.
+    lowered = text.lower() if text.isascii() else None
+    applies: dict[str, bool] = {}
     for kind, pattern, replacement in _RULES:
-        if _rule_may_apply(kind, text):
+        if kind not in applies:
+            applies[kind] = _rule_may_apply(kind, text, lowered)
+        if applies[kind]:
             text = pattern.sub(replacement if replacement is not None else marker(kind), text)
     return text
 
@@ -211,9 +276,14 @@ _CONTEXT_KEYWORDS: dict[str, tuple[str, ...]] = {
     # The secret words of `_SECRET_WORDS` / `_ENV_SECRET_WORDS`, no shorter: a
     # bare "pass" (as in "3 passed") would send most test output through the rules.
     "secret_assignment": (
-        "passw", "passphrase", "secret", "token", "key", "credential",
+        "passw", "passphrase", "secret", "token", "key", "credential", "mysql_pwd",
     ),
+    "cli_password": ("-p'", '-p"', "mysql", "mariadb", "sshpass", "login", "redis-cli", "curl", "wget"),
+    "prose_password": ("passw", "passphrase", "passcode", "pw", "密码", "口令"),
 }  # fmt: skip
+
+# Rules that need no word at all, only a shape: a run long enough to be the key.
+_SHAPES: dict[str, re.Pattern[str]] = {"bare_aws_secret": re.compile(r"[A-Za-z0-9/+]{40}")}
 
 
 def _any_of(words: tuple[str, ...] | set[str], *, ignore_case: bool) -> str:
@@ -226,11 +296,20 @@ def _any_of(words: tuple[str, ...] | set[str], *, ignore_case: bool) -> str:
 _CONTEXT_PATTERNS = {kind: re.compile(_any_of(words, ignore_case=True)) for kind, words in _CONTEXT_KEYWORDS.items()}
 
 
-def _rule_may_apply(kind: str, text: str) -> bool:
-    """Cheap pre-check: a provider rule needs its needle, a context rule a keyword."""
+def _rule_may_apply(kind: str, text: str, lowered: str | None) -> bool:
+    """Cheap pre-check: a provider rule needs its needle, a context rule a keyword, a bare key its shape.
+
+    `lowered` is the lower-cased text when it is ASCII: substring tests on it
+    find what the case-insensitive keyword pattern would, several times faster.
+    """
     needles = _NEEDLES.get(kind)
     if needles is not None:
         return any(n in text for n in needles)
+    shape = _SHAPES.get(kind)
+    if shape is not None:
+        return shape.search(text) is not None
+    if lowered is not None and kind in _CONTEXT_KEYWORDS:
+        return any(word in lowered for word in _CONTEXT_KEYWORDS[kind])
     context = _CONTEXT_PATTERNS.get(kind)
     return context is None or context.search(text) is not None
 
@@ -241,7 +320,7 @@ def _build_gates() -> tuple[re.Pattern[str], tuple[str, ...]] | None:
     Most captured strings (ids, paths, plain output) contain none of it, and one
     scan rejects them for a fraction of what checking rule by rule costs.
     """
-    kinds = {kind for kind, _, _ in _RULES}
+    kinds = {kind for kind, _, _ in _RULES if kind not in _SHAPES}
     if any(kind not in _NEEDLES and kind not in _CONTEXT_KEYWORDS for kind in kinds):
         return None
     needles = {n for kind in kinds for n in _NEEDLES.get(kind, ())}
@@ -259,7 +338,15 @@ _GATES = _build_gates()
 def _may_hold_secret(text: str) -> bool:
     if _GATES is None:
         return True
-    pattern, words = _GATES
+    if _may_hold_word(text, *_GATES):
+        return True
+    return len(text) >= _SHORTEST_SHAPE and any(shape.search(text) for shape in _SHAPES.values())
+
+
+_SHORTEST_SHAPE = 40
+
+
+def _may_hold_word(text: str, pattern: re.Pattern[str], words: tuple[str, ...]) -> bool:
     if not text.isascii():
         # re's case folding (`ſ` is an s, `K` a k) goes beyond str.lower(): ask the pattern.
         return pattern.search(text) is not None
@@ -269,6 +356,89 @@ def _may_hold_secret(text: str) -> bool:
         if word in lowered:
             return True
     return False
+
+
+# --- judging a candidate value ------------------------------------------------------
+
+
+def _redact_if(match: re.Match[str], judge: Callable[[str], bool], kind: str) -> str:
+    """Redact group 2 of `match` when `judge` finds its value secret-like; else leave it."""
+    value = match.group(2)
+    if value.startswith(MARKER_PREFIX) or not judge(value):
+        return match.group(0)
+    return _keep_group(2, kind)(match)
+
+
+# What follows "password is/:" in ordinary text and is no password.
+_NOT_PASSWORDS = frozenset(
+    "none null true false required optional incorrect invalid wrong empty missing correct valid expired "
+    "changed reset hashed stored encrypted sha1 sha256 sha512 md5 bcrypt argon2 argon2id pbkdf2 scrypt "
+    "utf-8 utf8 base64 string str bytes int".split()
+)
+_CODE_LIKE = re.compile(r"[(){}\[\]$<>%]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[/~.]|^[a-z]+(?:_[a-z]+)+$")
+_PASSWORD_CHAR = re.compile(r"[0-9!@#^&*+=?/|:;,~_-]|.[A-Z]")
+
+
+def _password_like(value: str) -> bool:
+    """Whether a value written after "password is/:" looks like one.
+
+    Quoted: anything but a template. Bare: not code (calls, attribute paths,
+    `${VAR}`, file paths), not a masked `****`, not a word ordinary text puts
+    there, and it has a digit, a symbol or an inner capital: "hunter2" is a
+    password, "required" is not.
+    """
+    quoted = value[:1] in "'\"`" and value[-1:] == value[:1]
+    inner = value[1:-1] if quoted else value.rstrip(".,;:!?)")
+    if not inner.strip() or set(inner) <= set("*x•·."):
+        return False
+    if quoted:
+        return not re.search(r"[{}$<>%]", inner)
+    if len(inner) < 4 or inner.lower() in _NOT_PASSWORDS or _CODE_LIKE.search(inner):
+        return False
+    return _PASSWORD_CHAR.search(inner) is not None
+
+
+_NOT_ASSIGNED_SECRET = re.compile(
+    r"\d{1,3}(?:\.\d+)?"  # CHARS_PER_TOKEN = 3
+    r"|\[[A-Z]{2,10}\]|<[a-z_]{2,10}>"  # pad_token="[PAD]", unk_token="<unk>"
+    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # api_key=self.api_key
+    r"|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)*"  # token = access_token, TOKEN = CHAR ^ CTL
+    r"|[A-Za-z_]\w*[\[(].*"  # TOKEN: Final[str] = ..., api_key = get_key()
+    r"|(?i:[\w.-]{0,40}" + _SECRET_WORDS + r")"  # password=password
+)
+
+
+def _assigned_value_like(value: str) -> bool:
+    """A value assigned to a secret-named key that may be a secret: not masked, a placeholder or a variable."""
+    quoted = value[:1] in "'\"" and value[-1:] == value[:1] and len(value) > 1
+    inner = value[1:-1] if quoted else value.rstrip(",;")
+    if not inner or set(inner) <= set("*x•·.") or inner.lower() in _NOT_PASSWORDS:
+        return False
+    return _NOT_ASSIGNED_SECRET.fullmatch(inner) is None
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+_WORD_PART = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _random_key_like(value: str) -> bool:
+    """Whether a 40-character run is a random key rather than a hash or an identifier.
+
+    Random keys mix upper case, lower case and digits with high entropy (≥ 4.2
+    bits a character; 99.9 % of random 40-character base64 strings have ≥ 4.36),
+    are not hex (git and SHA-1 hashes are), and are not made of words the way
+    long CamelCase identifiers are (letters in runs like "Policy" cover at most
+    24 of 40 characters in 99.9 % of random keys).
+    """
+    upper = sum(c.isupper() for c in value)
+    lower = sum(c.islower() for c in value)
+    if upper < 2 or lower < 2 or not any(c.isdigit() for c in value) or set(value) <= _HEX:
+        return False
+    if sum(len(part) for part in _WORD_PART.findall(value)) >= 24:
+        return False
+    counts = Counter(value)
+    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+    return entropy >= 4.2
 
 
 # --- secrets by key name --------------------------------------------------------

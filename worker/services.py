@@ -20,9 +20,11 @@ from typing import Any, Callable, TypeVar
 
 from memory_anchor import paths
 from memory_anchor.settings import Settings
+from worker.capture import sanitize_event
 from worker.group_commit import GroupCommit
 from worker.inbox import Arrival, Inbox
 from worker.store.db import Database
+from worker.store.disk import DiskGuard
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,7 +37,9 @@ class Services:
         self.token = token
         self.started_at = time.time()
         self.db = Database(paths.database_path(self.data_dir))
-        self.inbox = Inbox(self.db)
+        self.disk = DiskGuard(self.data_dir, paths.log_path(self.data_dir).parent)
+        # Spooled events are stored as hooks wrote them unless cleaned like posted ones.
+        self.inbox = Inbox(self.db, clean=lambda payload: sanitize_event(payload, settings))
         # API work (searches, writes) on two threads; the pipeline on its own
         # thread at a lower OS priority, so that distilling and embedding never
         # slow down accepting hook events or answering searches.

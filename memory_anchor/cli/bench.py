@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|locomo|scale|branches|vectors|session`: benchmarks that print figures."""
+"""`memory-anchor bench spine|locomo|scale|branches|vectors|session|redaction`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ BENCHES = {
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
     "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
+    "redaction": "secret redaction on ordinary text: false positives per MB, MB/s, payloads sanitized per second",
 }
 
 
@@ -62,6 +63,11 @@ def register(sub) -> None:
     session.add_argument("--runs", type=int, default=10, help="timed sessions of each kind")
     session.add_argument("--hook-runs", type=int, default=5, help="extra sessions that time each hook (0: skip)")
     session.set_defaults(handler=_runner("session"))
+    redaction = which.add_parser("redaction", help=BENCHES["redaction"])
+    redaction.add_argument("--extra", action="append", help="another file or tree of ordinary text (repeatable)")
+    redaction.add_argument("--ids", type=int, default=10_000, help="generated ids of each kind (hashes, UUIDs, tool-use ids)")
+    redaction.add_argument("--show", type=int, default=30, help="hits listed with their context")
+    redaction.set_defaults(handler=_runner("redaction"))
 
 
 def _runner(name: str):

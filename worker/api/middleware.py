@@ -9,6 +9,7 @@ import logging
 from aiohttp import web
 from pydantic import ValidationError
 
+from worker.store.disk import is_storage_full
 from worker.store.records import RecordError
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,13 @@ async def error_middleware(request: web.Request, handler):
         return error_response(422, "invalid_request", _describe_validation(exc))
     except json.JSONDecodeError as exc:
         return error_response(400, "invalid_json", f"request body is not valid JSON: {exc.msg}")
-    except Exception:
+    except Exception as exc:
+        if is_storage_full(exc):
+            request.app["services"].disk.report(exc, f"{request.method} {request.path}")
+            return error_response(
+                507, "storage_full", "the disk holding Memory Anchor's data is full: free some space and "
+                "send this again (nothing already stored is lost; see the worker's log)",
+            )  # fmt: skip
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal_error", "the worker hit an internal error; see its log")
 

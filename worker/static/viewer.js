@@ -153,7 +153,7 @@ function recordCard(record) {
   const headline = record.title || record.memory;
   return el(
     "li",
-    { class: "card record", tabindex: "0", "data-id": record.id,
+    { class: "card record", tabindex: "0", "data-id": record.id, "data-seq": record.seq,
       onclick: () => showRecord(record.id), onkeydown: (e) => e.key === "Enter" && showRecord(record.id) },
     el(
       "div",
@@ -239,6 +239,47 @@ async function showRecord(id) {
   );
 }
 
+// --- live timeline ---------------------------------------------------------------------
+
+let liveStream = null;
+
+function stopFollowing() {
+  if (liveStream) liveStream.close();
+  liveStream = null;
+}
+
+/** Prepend records to the timeline as the worker writes them (server-sent events). */
+function followTimeline(list, summary) {
+  stopFollowing();
+  const seqs = [...list.querySelectorAll("li.record")].map((li) => Number(li.dataset.seq) || 0);
+  const params = scopeParams({ after: Math.max(0, ...seqs) });
+  const url = new URL("/api/v1/timeline/stream", window.location.origin);
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, value);
+  }
+  const stream = new EventSource(url);
+  liveStream = stream;
+  let added = 0;
+  stream.addEventListener("open", () => flash("Live: new records appear as they are captured."));
+  stream.addEventListener("record", (event) => {
+    const record = JSON.parse(event.data);
+    let ul = list.querySelector("ul.cards");
+    if (!ul) {
+      ul = el("ul", { class: "cards" });
+      fill(list, ul);
+    }
+    for (const old of ul.querySelectorAll("li.record")) {
+      if (old.dataset.id === record.id) old.remove(); // a new version replaces the old card
+    }
+    const card = recordCard(record);
+    card.classList.add("fresh");
+    ul.prepend(card);
+    added += 1;
+    fill(summary, `${added} new since the page loaded (live); newest first; every kind interleaved.`);
+  });
+  // EventSource reconnects by itself (resuming after the last id it saw) if the worker restarts.
+}
+
 // --- sections ----------------------------------------------------------------------
 
 const PAGE = 50;
@@ -261,6 +302,7 @@ const sections = {
     }
     more.addEventListener("click", () => page().catch((err) => append(node, failure(err, "Timeline"))));
     await page();
+    if (!scope.as_of) followTimeline(list, summary);
   },
 
   async search(node) {
@@ -568,6 +610,7 @@ function currentSection() {
 const TITLES = { timeline: "Timeline", search: "Search", facts: "Facts", identity: "Identity", approvals: "Approvals", conflicts: "Conflicts", branches: "Branches", inbox: "Inbox" };
 
 function render() {
+  stopFollowing();
   const name = currentSection();
   for (const link of document.querySelectorAll("#tabs a")) {
     link.classList.toggle("active", link.dataset.section === name);

@@ -1,0 +1,95 @@
+"""No secret reaches disk in clear: a corpus of every kind, through every way in, then grep the data dir.
+
+Each secret goes in as a prompt, in a PostToolUse event (command and output),
+through a mem0 add (text and metadata), and through the spool a hook writes
+while no worker runs. Once everything is processed and embedded, every file
+under the data dir (SQLite with its WAL while the worker runs, Chroma, the
+logs, the inbox) is searched for each secret's bytes, and again after it stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from tests.conftest import start_worker, worker_env
+from tests.test_hooks import hook_env, run_hook
+from tests.test_redact import SECRETS
+from worker.logs import JsonFormatter
+
+# The eleven kinds the issue found, the three that slipped through first.
+CORPUS = [(kind, text, secret) for kind, text, secret in SECRETS if len(secret) >= 6]
+
+
+def leaks(data_dir: Path, secrets: list[str]) -> dict[str, list[str]]:
+    """{secret: [files holding it]} over every file under `data_dir` (raw, JSON-escaped and UTF-16 forms)."""
+    forms = {s: {s.encode(), json.dumps(s)[1:-1].encode(), s.encode("utf-16-le")} for s in secrets}
+    found: dict[str, list[str]] = {}
+    for path in sorted(p for p in data_dir.rglob("*") if p.is_file()):
+        if path.name == "worker-test.log":  # the test harness's own capture of the worker's stdout
+            continue
+        content = path.read_bytes()
+        for secret, variants in forms.items():
+            if any(v in content for v in variants):
+                found.setdefault(secret, []).append(str(path.relative_to(data_dir)))
+    return found
+
+
+def event(name: str, session_id: str, **fields) -> dict:
+    return {"session_id": session_id, "transcript_path": f"/tmp/.claude/projects/x/{session_id}.jsonl",
+            "cwd": "/tmp/secrets-project", "hook_event_name": name, **fields}  # fmt: skip
+
+
+def test_no_secret_of_any_kind_is_stored_in_clear(tmp_path: Path):
+    data_dir = tmp_path / "data"
+    secrets = sorted({secret for _, _, secret in CORPUS})
+    kinds = {kind for kind, _, _ in CORPUS}
+    assert {"cli_password", "prose_password", "aws_secret_key", "anthropic_key", "jwt", "url_password"} <= kinds
+
+    # A hook that finds no worker spools its event raw; the worker cleans it on ingest.
+    spooled_text = next(text for kind, text, _ in CORPUS if kind == "prose_password")
+    spooled = run_hook("UserPromptSubmit", event("UserPromptSubmit", "spooled", prompt=spooled_text), hook_env(data_dir))
+    assert spooled.returncode == 0
+    assert (data_dir / "spool.jsonl").exists()
+
+    worker = start_worker(data_dir, env=worker_env(data_dir))
+    try:
+        for n, (kind, text, _) in enumerate(CORPUS):
+            worker.post("/api/v1/events", event("UserPromptSubmit", "secrets", prompt=f"please use this: {text}"), expect=202)
+            tool_use = event(
+                "PostToolUse", "secrets", tool_name="Bash", tool_use_id=f"toolu_secret_{n}",
+                tool_input={"command": text, "description": f"{kind} check"},
+                tool_response={"stdout": f"ran it\n{text}\ndone", "stderr": "", "interrupted": False},
+            )  # fmt: skip
+            worker.post("/api/v1/events", tool_use, expect=202)
+            worker.post("/api/v1/memories", {"content": f"remember: {text}", "infer": False, "user_id": "secrets",
+                                             "metadata": {"note": text, "kind": kind}})  # fmt: skip
+            worker.post("/api/v1/memories", {"messages": [{"role": "user", "content": text}], "infer": False,
+                                             "user_id": "secrets"})  # fmt: skip
+        worker.post("/api/v1/events", event("Stop", "secrets", stop_hook_active=False), expect=202)
+        worker.wait_idle(timeout=180)
+        # Captured and searchable, only without the secret.
+        prompts = worker.get("/api/v1/prompts?session_id=secrets&limit=1000")["results"]
+        assert len(prompts) == len(CORPUS)
+        assert any("[REDACTED:" in p["memory"] for p in prompts)
+        assert worker.get("/api/v1/prompts?session_id=spooled")["total"] == 1
+
+        assert (data_dir / "memory.sqlite3-wal").exists()  # the WAL is searched while it holds data
+        assert leaks(data_dir, secrets) == {}
+    finally:
+        worker.stop()
+    assert leaks(data_dir, secrets) == {}
+
+
+def test_log_lines_are_redacted():
+    formatter = JsonFormatter()
+    try:
+        raise RuntimeError("connect failed: postgres://admin:Sup3rS3cret!@db:5432/app")
+    except RuntimeError:
+        import sys
+
+        record = logging.LogRecord("worker", logging.ERROR, __file__, 1, "sent %s", ("PGPASSWORD=pg-secret-77",), sys.exc_info())
+    line = formatter.format(record)
+    assert "pg-secret-77" not in line and "Sup3rS3cret!" not in line
+    assert "[REDACTED:secret_assignment]" in json.loads(line)["message"]
