@@ -243,6 +243,36 @@ def test_a_capped_spool_is_reported_to_the_user(tmp_path):
     assert spool_lines(data)[-1]["payload"]["hook_event_name"] == "SessionStart"
 
 
+# --- what the environment leaves out ------------------------------------------------------------
+
+
+def test_the_worker_runs_without_the_kubernetes_client(tmp_path):
+    """The bootstrap removes chromadb's kubernetes dependency (126 MB): a real worker that cannot
+    import it still stores, embeds into Chroma, searches and restarts."""
+    from tests.conftest import start_worker, worker_env
+
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['kubernetes'] = None  # import fails\n")
+    data = tmp_path / "data"
+    env = worker_env(data, PYTHONPATH=f"{ROOT}{os.pathsep}{blocker}")
+    for round_ in range(2):  # the second start reopens the Chroma files
+        worker = start_worker(data, env=env)
+        try:
+            if round_ == 0:
+                worker.post("/api/v1/memories", {"content": "The release train leaves on Thursdays",
+                                                 "user_id": "k8s", "infer": False})  # fmt: skip
+                worker.wait_idle()
+            hits = worker.post("/api/v1/memories/search", {"query": "when does the release train leave?",
+                                                           "filters": {"user_id": "k8s"}, "top_k": 3})["results"]  # fmt: skip
+            assert hits and hits[0]["memory"] == "The release train leaves on Thursdays"
+        finally:
+            assert worker.stop() == 0
+    assert any((data / paths.CHROMA).iterdir())
+    log = (data / "logs" / paths.WORKER_LOG).read_text()
+    assert "kubernetes" not in log
+
+
 # --- doctor ---------------------------------------------------------------------------------------
 
 
@@ -282,3 +312,82 @@ def test_doctor_reports_a_failed_build_with_its_fix(tmp_path):
     assert "FAIL  environment: building it failed: the disk is full" in result.stdout
     assert "      fix: free some disk space; then rebuild now: python3 -S -m memory_anchor.hookkit.bootstrap" in result.stdout
     assert result.returncode == 1
+
+
+# --- an unreachable package index, a read-only plugin root: the real build --------------------
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_read_only(root: Path):
+    """Really read-only, even for root (a read-only bind mount); else by permissions."""
+    if os.geteuid() == 0:
+        mounted = subprocess.run(["mount", "--bind", "-o", "ro", str(root), str(root)], capture_output=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot make a read-only mount here: {mounted.stderr.decode()[:200]}")
+        return lambda: subprocess.run(["umount", str(root)], check=True)
+    subprocess.run(["chmod", "-R", "a-w", str(root)], check=True)
+    return lambda: subprocess.run(["chmod", "-R", "u+w", str(root)], check=True)
+
+
+# A real venv + pip install of the whole plugin (minutes on a busy 2-core machine).
+def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path):
+    """pip cannot reach its index: the user is told why, events are kept; once the index is
+    back the next session builds the environment and every kept event is ingested. The plugin
+    root is read-only all along (as a shared or packaged install can be)."""
+    import sqlite3
+
+    from tests.e2e.harness import copy_plugin
+
+    plugin = copy_plugin(tmp_path / "plugin")
+    data = tmp_path / "data"
+    bin_dir = shims(tmp_path / "bin", python3=NEWER)
+    restore = make_read_only(plugin)
+    try:
+        offline = machine_env(tmp_path / "home", bin_dir, data, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS="",
+                              PIP_INDEX_URL=f"http://127.0.0.1:{closed_port()}/simple", PIP_RETRIES="0",
+                              PIP_EXTRA_INDEX_URL="")  # fmt: skip
+        first = session_start_output(offline, "s1", plugin)
+        assert first["systemMessage"].startswith("Memory Anchor is setting up")
+        wait_for(lambda: (data / launcher.FAILED_MARKER).exists(), 300, "pip to give up")
+        for n in range(3):
+            assert hook("PostToolUse", tool_use_event("s1", n), offline, plugin).returncode == 0
+        second = session_start_output(offline, "s2", plugin)
+        assert second["systemMessage"].startswith(
+            "Memory Anchor is off: its packages could not be downloaded (package index unreachable) (check the network")
+        assert "events are kept" in second["systemMessage"]
+        wait_for(lambda: not launcher.bootstrap_running(str(data)), 300, "the retry to fail too")
+
+        # The index is back (this machine's own pip configuration): the next session recovers.
+        online = machine_env(tmp_path / "home", bin_dir, data)
+        third = session_start_output(online, "s3", plugin)
+        assert "trying again now" in third["systemMessage"]
+        wait_for(lambda: (data / "worker.json").exists(), 1200, "the environment build and the worker")
+        db_path = data / paths.DATABASE
+
+        def ingested():
+            if not db_path.exists():
+                return False
+            with sqlite3.connect(db_path) as db:
+                keys = {row[0] for row in db.execute("SELECT dedup_key FROM inbox")}
+            return {f"tool:toolu_s1_{n}" for n in range(3)} <= keys and not (data / paths.SPOOL).exists()
+
+        wait_for(ingested, 120, "the spooled events to reach the inbox")
+        fourth = session_start_output(online, "s4", plugin)
+        assert "systemMessage" not in fourth
+        assert not (data / launcher.FAILED_MARKER).exists()
+    finally:
+        worker_info = data / paths.WORKER_INFO
+        if worker_info.exists():
+            try:
+                os.kill(json.loads(worker_info.read_text())["pid"], 15)
+            except (OSError, ValueError, KeyError):
+                pass
+        restore()

@@ -72,6 +72,7 @@ def _run(argv: list[str], timeout: float) -> None:
     try:
         for line in process.stdout:
             sys.stdout.write(line)
+            sys.stdout.flush()  # the log shows progress as it happens
             tail.append(line)
             del tail[:-200]
         sys.stdout.flush()
@@ -95,10 +96,28 @@ def build_environment(plugin_root: str, data_dir: str, env_dir: str) -> None:
     with tempfile.TemporaryDirectory(prefix="memory-anchor-build-") as build:
         source = os.path.join(build, "memory-anchor")
         shutil.copytree(plugin_root, source, ignore=shutil.ignore_patterns(*_NOT_INSTALLED), symlinks=True)
+        # --no-compile: byte-compiling every installed module (150 MB of .pyc, mostly never
+        # imported) is a third of the first run's time; Python compiles what it imports, once.
         _run(
-            [python, "-m", "pip", "install", "--upgrade", "--no-input", "--disable-pip-version-check", source],
+            [python, "-m", "pip", "install", "--upgrade", "--no-input", "--disable-pip-version-check", "--no-compile",
+             source],
             timeout=1800,
-        )
+        )  # fmt: skip
+    remove_unused(python)
+
+
+# Installed as dependencies but never imported by the worker: chromadb needs the
+# kubernetes client (126 MB, a fifth of the environment) only for its distributed
+# server, never for the embedded PersistentClient. `pip check` reports it missing;
+# tests/test_first_run.py proves the embedded path does not import it.
+UNUSED_PACKAGES = ("kubernetes",)
+
+
+def remove_unused(python: str) -> None:
+    try:
+        _run([python, "-m", "pip", "uninstall", "--yes", "--quiet", *UNUSED_PACKAGES], timeout=300)
+    except StepFailed as exc:  # a fatter environment still works
+        log(f"could not remove {', '.join(UNUSED_PACKAGES)}: {exc}")
 
 
 # pip's words for "the package index cannot be reached" (no network, a proxy, a dead mirror).
