@@ -338,6 +338,7 @@ def make_read_only(root: Path):
 
 
 # A real venv + pip install of the whole plugin (minutes on a busy 2-core machine).
+@pytest.mark.timeout(2400)
 def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path):
     """pip cannot reach its index: the user is told why, events are kept; once the index is
     back the next session builds the environment and every kept event is ingested. The plugin
@@ -359,11 +360,13 @@ def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path):
         wait_for(lambda: (data / launcher.FAILED_MARKER).exists(), 300, "pip to give up")
         for n in range(3):
             assert hook("PostToolUse", tool_use_event("s1", n), offline, plugin).returncode == 0
+        failed_at = (data / launcher.FAILED_MARKER).stat().st_mtime_ns
         second = session_start_output(offline, "s2", plugin)
         assert second["systemMessage"].startswith(
             "Memory Anchor is off: its packages could not be downloaded (package index unreachable) (check the network")
         assert "events are kept" in second["systemMessage"]
-        wait_for(lambda: not launcher.bootstrap_running(str(data)), 300, "the retry to fail too")
+        wait_for(lambda: (data / launcher.FAILED_MARKER).stat().st_mtime_ns > failed_at
+                 and not launcher.bootstrap_running(str(data)), 300, "the retry to fail too")  # fmt: skip
 
         # The index is back (this machine's own pip configuration): the next session recovers.
         online = machine_env(tmp_path / "home", bin_dir, data)

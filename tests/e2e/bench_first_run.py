@@ -54,7 +54,7 @@ def size_mb(path: Path) -> float:
 
 def one_run(label: str, cache: Path, index: str) -> dict:
     marker = f"MARKER-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory() as tmp, FakeAnthropicServer(responder=ScriptedModel(marker)) as fake:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp, FakeAnthropicServer(responder=ScriptedModel(marker)) as fake:
         base = Path(tmp)
         home = ClaudeHome(base / "machine", fake.base_url, developer_python=None)
         # Keep what reaches the network (a proxy's CA, timeouts); drop where packages come from.
