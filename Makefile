@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-slow test-stress bench e2e-deps clean help
+.PHONY: run test test-fast test-slow test-stress bench bench-first-run e2e-deps clean help
 
 help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
 	@echo "make test-stress  the suite RUNS times (default 5) in a row with every core kept busy"
 	@echo "make bench        run the benchmarks (spine, session, LoCoMo, branches, scale) and print figures"
+	@echo "make bench-first-run  time a new user's first run (plugin install to first observation; downloads from PyPI)"
 	@echo "make clean        remove the virtual environment and caches"
 
 $(STAMP): pyproject.toml
@@ -47,6 +48,9 @@ bench: $(STAMP) e2e-deps
 	$(VENV)/bin/memory-anchor bench locomo --data ../shared/bench/locomo-dev.json
 	$(VENV)/bin/memory-anchor bench branches --memories 10000
 	$(VENV)/bin/memory-anchor bench scale --n 100000
+
+bench-first-run: $(STAMP) e2e-deps
+	$(PY) -m tests.e2e.bench_first_run --cache both
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis tests/e2e/node_modules

@@ -71,6 +71,14 @@ class Settings(BaseModel):
         default_factory=list, description="Agents whose writes become proposals."
     )
 
+    # First run (read by the hooks and the bootstrap with the standard library, see memory_anchor/hookkit)
+    python: str = Field(
+        "", description="Python 3.10+ to build the plugin's environment with; empty: found automatically."
+    )
+    spool_max_mb: float = Field(
+        100.0, gt=0, description="Cap of spool.jsonl (events kept while the worker is away); the newest are kept."
+    )
+
     @field_validator("host")
     @classmethod
     def _loopback_only(cls, value: str) -> str:

@@ -277,10 +277,14 @@ def test_session_start_prints_the_cached_context_when_the_worker_is_down(tmp_pat
     assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"].endswith("builds use uv")
 
 
-def test_session_start_without_worker_or_cache_is_silent(tmp_path):
+def test_session_start_without_worker_or_environment_says_memory_is_being_set_up(tmp_path):
+    """The first session of a new install: no context yet, but the user learns why (issue 19)."""
     result = run_hook("SessionStart", base_payload("SessionStart", "ss3", "/tmp", source="startup"),
                       hook_env(tmp_path, MEMORY_ANCHOR_PYTHON=""))  # fmt: skip
-    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""
+    assert result.returncode == 0 and result.stderr == b""
+    output = json.loads(result.stdout)
+    assert output["systemMessage"].startswith("Memory Anchor is setting up its Python environment")
+    assert "installing itself" in output["hookSpecificOutput"]["additionalContext"]
 
 
 def test_user_prompt_submit_adds_relevant_memories_and_is_quiet_otherwise(worker):

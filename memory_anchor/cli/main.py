@@ -16,7 +16,7 @@ from typing import Any
 
 from memory_anchor import __version__
 
-COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox"]
+COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor"]
 
 
 def build_parser() -> argparse.ArgumentParser:

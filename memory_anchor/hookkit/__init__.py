@@ -10,5 +10,7 @@ urllib, uuid): those are imported inside the functions of the slow paths.
 - `spool.py`     append an undelivered event to spool.jsonl
 - `launcher.py`  start the worker (or the environment bootstrap) in the background
 - `bootstrap.py` build/upgrade the plugin's Python environment (a detached process)
+- `pythons.py`   find a Python 3.10+ to build it with (the hooks' python3 may be 3.9)
+- `status.py`    why memory is not working, in one line for the user and one for Claude
 - `runner.py`    one hook invocation: read stdin, deliver or spool, print context
 """

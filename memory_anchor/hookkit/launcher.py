@@ -18,16 +18,17 @@ import sys
 import time
 
 from memory_anchor import paths
-from memory_anchor.hookkit import wire
+from memory_anchor.hookkit import status, wire
 
 PYTHON_ENV_VAR = "MEMORY_ANCHOR_PYTHON"
 READY_MARKER = ".memory-anchor-ready"
-FAILED_MARKER = "bootstrap.failed"
-WORKER_START_MARKER = "worker-start.attempt"
+FAILED_MARKER = status.FAILED_MARKER
+WORKER_START_MARKER = status.WORKER_START_MARKER
 # Parallel hooks that all find the worker down start it once, not once each.
 WORKER_START_THROTTLE_SECONDS = 10.0
 # A failed environment build (no network, no venv module) is retried this much later.
 BOOTSTRAP_RETRY_SECONDS = 300.0
+BOOTSTRAP_STARTED = "environment bootstrap started"
 
 
 def plugin_version(plugin_root: str) -> str:
@@ -58,7 +59,9 @@ def environment_python(env_dir: str) -> str:
 
 
 def environment_ready(data_dir: str, version: str) -> bool:
-    return os.path.exists(os.path.join(environment_dir(data_dir, version), READY_MARKER))
+    """Built, and its interpreter still there (a Homebrew upgrade removes the Python a venv points to)."""
+    env_dir = environment_dir(data_dir, version)
+    return os.path.exists(os.path.join(env_dir, READY_MARKER)) and os.path.exists(environment_python(env_dir))
 
 
 def worker_python(plugin_root: str, data_dir: str) -> tuple[str, dict[str, str]] | None:
@@ -99,13 +102,6 @@ def _recently(path: str, seconds: float) -> bool:
         return False
 
 
-def _touch(path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a"):
-        pass
-    os.utime(path, None)
-
-
 def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> bool:
     """Start `python -m worker run` in the background; False when it cannot run yet.
 
@@ -118,7 +114,7 @@ def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> b
     marker = paths.data_file(WORKER_START_MARKER, data_dir)
     if throttle and _recently(marker, WORKER_START_THROTTLE_SECONDS):
         return True
-    _touch(marker)
+    status.note_worker_start(data_dir)
     python, extra = found
     env = dict(os.environ)
     env.update(extra)
@@ -153,15 +149,16 @@ def bootstrap_running(data_dir: str) -> bool:
     return False
 
 
-def start_bootstrap(plugin_root: str, data_dir: str) -> bool:
+def start_bootstrap(plugin_root: str, data_dir: str, *, retry_now: bool = False) -> bool:
     """Build (or upgrade to) this plugin version's environment in the background.
 
-    False when a build is already running or failed recently for this version.
+    False when a build is already running or failed recently for this version;
+    `retry_now` (a new session: the user may just have fixed the cause) skips the wait.
     """
     if bootstrap_running(data_dir):
         return False
     failed = paths.data_file(FAILED_MARKER, data_dir)
-    if _recently(failed, BOOTSTRAP_RETRY_SECONDS):
+    if not retry_now and _recently(failed, BOOTSTRAP_RETRY_SECONDS):
         try:
             with open(failed, encoding="utf-8") as handle:
                 if handle.readline().strip() == plugin_version(plugin_root):
@@ -179,12 +176,12 @@ def start_bootstrap(plugin_root: str, data_dir: str) -> bool:
     return True
 
 
-def ensure_worker(plugin_root: str, data_dir: str) -> str:
+def ensure_worker(plugin_root: str, data_dir: str, *, retry_now: bool = False) -> str:
     """Get a worker going by whichever step is next; returns what was done (for the log)."""
     if start_worker(plugin_root, data_dir):
         return "worker starting"
-    if start_bootstrap(plugin_root, data_dir):
-        return "environment bootstrap started"
+    if start_bootstrap(plugin_root, data_dir, retry_now=retry_now):
+        return BOOTSTRAP_STARTED
     return "waiting for the environment bootstrap"
 
 

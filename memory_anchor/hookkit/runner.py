@@ -68,6 +68,7 @@ class Hook:
         self.agent_id = os.environ.get(AGENT_ENV, "").strip() or None
         self.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
         self.worker_reachable = False
+        self.bootstrap_started = False
         self._payload: dict | None = None
 
     @property
@@ -111,14 +112,22 @@ class Hook:
         if refusal is not None:
             log(self.data_dir, self.event, f"{refusal}; dropped, not spooled")
             return
-        spool.append(
+        dropped = spool.append(
             paths.data_file(paths.SPOOL, self.data_dir),
             spool.spool_entry(self.event_id, self.raw, self.event, self.branch, self.agent_id),
+            spool.cap_bytes(self.data_dir),
         )
+        if dropped:
+            log(self.data_dir, self.event, f"the spool reached its cap ({spool.megabytes(spool.cap_bytes(self.data_dir))} MB): "
+                f"dropped its {dropped} oldest events, kept the newest")  # fmt: skip
         if not self.worker_reachable:
             from memory_anchor.hookkit import launcher
 
-            log(self.data_dir, self.event, launcher.ensure_worker(plugin_root(), self.data_dir))
+            # A new session retries a failed build at once: the user may just have fixed its cause.
+            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume")
+            done = launcher.ensure_worker(plugin_root(), self.data_dir, retry_now=new_session)
+            self.bootstrap_started = done == launcher.BOOTSTRAP_STARTED
+            log(self.data_dir, self.event, done)
 
     def refusal(self) -> str | None:
         """Why the worker would refuse this payload (the same checks as its wire models), or None."""
@@ -153,12 +162,38 @@ class Hook:
         return project_for_cwd(str(cwd))
 
 
-def emit_context(event: str, context: str) -> None:
+def emit_context(event: str, context: str, user_message: str | None = None) -> None:
+    """Print the hook's JSON output: context for Claude, and optionally one line for the user."""
     import json
 
-    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+    output: dict = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+    if user_message:
+        output["systemMessage"] = user_message
     sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def memory_notice(hook: Hook, root: str) -> tuple[str, str] | None:
+    """(line for the user, line for Claude) when memory is not working, else None.
+
+    Also the one-time notice, once the worker is back, that the spool had to drop events.
+    """
+    from memory_anchor.hookkit import launcher, status
+
+    problem = status.current_problem(
+        root, hook.data_dir, worker_reachable=hook.worker_reachable,
+        building=hook.bootstrap_started or launcher.bootstrap_running(hook.data_dir),
+    )  # fmt: skip
+    if problem is not None:
+        return problem.user, problem.claude
+    dropped = status.spool_note(hook.data_dir)
+    if dropped and hook.worker_reachable:
+        try:
+            os.remove(paths.data_file(spool.DROPPED_MARKER, hook.data_dir))
+        except OSError:
+            pass
+        return f"Memory Anchor is back on{dropped} while it was off.", ""
+    return None
 
 
 def session_start(hook: Hook) -> None:
@@ -194,13 +229,19 @@ def session_start(hook: Hook) -> None:
             hook.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, hook.data_dir))
             data = hook.get_json("GET", target, b"", max(0.1, deadline - time.monotonic()))
             context = data.get("context") if data else None
+            hook.worker_reachable = data is not None
     if not isinstance(context, str):
         try:
             with open(cache, encoding="utf-8") as handle:
                 context = handle.read()
         except OSError:
             context = None
-    if context and context.strip():
+    notice = memory_notice(hook, root)
+    if notice is not None:
+        log(hook.data_dir, hook.event, f"told the user: {notice[0]}")
+        context = "\n\n".join(part for part in (context if isinstance(context, str) else "", notice[1]) if part.strip())
+        emit_context("SessionStart", context, notice[0])
+    elif context and context.strip():
         emit_context("SessionStart", context)
 
 

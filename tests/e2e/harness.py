@@ -199,11 +199,78 @@ class ClaudeHome:
         assert process.returncode == 0, process.stderr.read()[-2000:]
         return results
 
+    def interactive_screen(self, until: str, timeout: float = 60) -> str:
+        """Start an interactive `claude` in a terminal, as a user does, and return what it
+        printed (escape codes removed) once `until` appears; the session is then closed.
+
+        `claude -p` never shows a hook's `systemMessage`; the terminal UI does.
+        """
+        import pty
+        import select
+        import signal
+
+        config = self.home / ".claude.json"  # skip first-run onboarding, the trust and API key prompts
+        state = json.loads(config.read_text()) if config.exists() else {}
+        state.update(hasCompletedOnboarding=True, theme="dark",
+                     customApiKeyResponses={"approved": [self.env["ANTHROPIC_API_KEY"][-20:]], "rejected": []})  # fmt: skip
+        state.setdefault("projects", {}).setdefault(str(self.project), {})["hasTrustDialogAccepted"] = True
+        config.write_text(json.dumps(state))
+        env = dict(self.env, TERM="xterm-256color", COLUMNS="250", LINES="50")
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become claude in the project directory
+            os.chdir(self.project)
+            os.execve(str(CLAUDE), [str(CLAUDE)], env)
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))  # wide: long lines do not wrap
+        raw = b""
+        wanted = re.sub(r"\s", "", until)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([fd], [], [], 0.5)
+                if ready:
+                    try:
+                        raw += os.read(fd, 65536)
+                    except OSError:
+                        break
+                screen = _plain(raw)
+                if wanted in re.sub(r"\s", "", screen):
+                    return screen
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        raise AssertionError(f"{until!r} did not appear within {timeout}s; the screen: {_plain(raw)[-3000:]}")
+
     def plugin_data(self) -> Path:
         """CLAUDE_PLUGIN_DATA of the installed plugin (Claude Code names the directory)."""
         candidates = sorted((self.home / ".claude" / "plugins" / "data").glob("*"))
         assert len(candidates) == 1, candidates
         return candidates[0]
+
+
+def mac_like_path(bin_dir: Path) -> str:
+    """A PATH as on many Macs: `python3` is 3.9 (pyenv's, standing in for the Command Line
+    Tools'), a newer Python beside it as `python3.X` (this suite's), then the system's."""
+    import glob
+    import sys
+
+    old = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.9*" / "bin" / "python3.9")))
+    newer = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    bin_dir.mkdir(parents=True)
+    if old:
+        (bin_dir / "python3").symlink_to(old[-1])
+    (bin_dir / f"python{sys.version_info[0]}.{sys.version_info[1]}").symlink_to(newer)
+    return f"{bin_dir}:/usr/local/bin:/usr/bin:/bin"
+
+
+def _plain(raw: bytes) -> str:
+    """Terminal output without escape sequences; the UI positions words with them, so spaces go too."""
+    text = re.sub(rb"\x1b\[[0-9;?>]*[a-zA-Z]|\x1b\][^\x07]*\x07|\x1b[()][AB0-9]|\x1b[=>]", b"", raw)
+    return text.decode("utf-8", "replace")
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.2, message: str = "condition"):
