@@ -52,7 +52,8 @@ def status(args: argparse.Namespace) -> int:
     text = (
         f"worker running at {info.url} (pid {info.pid}, version {info.version})\n"
         f"data dir: {detail['data_dir']}\nrecords: {detail['records']}\ninbox: {detail['inbox']}\n"
-        f"pending vectors: {detail['pending_vectors']}\nRSS: {detail['rss_mb']} MB (peak {detail['peak_rss_mb']} MB)"
+        f"pending vectors: {detail['pending_vectors']}\nRSS: {detail['rss_mb']} MB (peak {detail['peak_rss_mb']} MB)\n"
+        f"Claude: {detail['llm'].get('active') or detail['llm'].get('reason')}"
     )
     emit(args, {"running": True, "url": info.url, "pid": info.pid, **detail}, text)
     return 0
