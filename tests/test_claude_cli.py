@@ -112,6 +112,26 @@ def test_without_a_key_the_worker_distils_through_the_claude_code_login(claude_b
     assert transcripts == [], transcripts
 
 
+def test_a_subscription_login_works_too(claude_bin, home, fake_api, db) -> None:
+    """Most users: a claude.ai subscription (OAuth credentials), no apiKeyHelper."""
+    token = "sk-ant-oat01-subscription-token"
+    credentials = {"claudeAiOauth": {
+        "accessToken": token, "refreshToken": "sk-ant-ort01-refresh", "expiresAt": 4_102_444_800_000,
+        "scopes": ["user:inference", "user:profile", "user:sessions:claude_code"], "subscriptionType": "max",
+    }}  # fmt: skip
+    (home / ".claude" / "settings.json").write_text("{}")
+    path = home / ".claude" / ".credentials.json"
+    path.write_text(json.dumps(credentials))
+    path.chmod(0o600)
+    fake_api.api_key = token
+    fake_api.enqueue(json_reply({"ok": "subscription"}))
+    client = cli_client(db, claude_bin)
+    assert client.route.reason.endswith("logged in via claude.ai")
+    assert client.complete_json("s", "p") == {"ok": "subscription"}
+    headers = {k.lower(): v for k, v in fake_api.requests[-1].headers.items()}
+    assert headers["authorization"] == f"Bearer {token}" and "oauth" in headers.get("anthropic-beta", "")
+
+
 def test_transient_errors_are_retried_and_rejections_are_not(claude_bin, home, fake_api, db) -> None:
     fake_api.enqueue(error_reply(529), json_reply({"ok": True}))
     sleeps: list[float] = []

@@ -247,3 +247,37 @@ def test_hooks_do_nothing_in_a_session_the_worker_spawned(tmp_path: Path, event)
     user = run_hook(event, payload, hook_env(tmp_path / "data2"))
     assert user.returncode == 0
     assert [line["payload"]["hook_event_name"] for line in spool_lines(tmp_path / "data2")] == [event]
+
+
+# --- saying which route is active, and why ---------------------------------------------
+
+
+def test_settings_command_says_which_route_a_worker_would_take(tmp_path: Path, monkeypatch, capsys) -> None:
+    from memory_anchor.cli.main import main
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("MEMORY_ANCHOR_LLM_ROUTE", raising=False)
+    assert main(["--data-dir", str(tmp_path), "settings"]) == 0
+    out = capsys.readouterr().out
+    assert "llm_route = 'auto'" in out and "claude_cli_path = ''" in out
+    assert ("# Claude route (no worker running; as one started here would): local: no ANTHROPIC_API_KEY, "
+            "and no Claude Code CLI was found") in out  # fmt: skip
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-x")
+    assert main(["--data-dir", str(tmp_path), "--json", "settings"]) == 0
+    route = json.loads(capsys.readouterr().out)["claude_route"]
+    assert (route["route"], route["active"]) == ("api", "api: ANTHROPIC_API_KEY is set")
+
+
+def test_status_and_settings_report_the_running_workers_route(worker, monkeypatch, capsys) -> None:
+    """The worker's environment decides (tests/conftest.py runs it with llm_route=api and no key)."""
+    from memory_anchor.cli.main import main
+
+    llm = worker.get("/api/v1/status")["llm"]
+    assert llm["route"] == "local" and llm["available"] is False
+    assert llm["active"] == "local: llm_route is 'api' but no ANTHROPIC_API_KEY is set"
+    assert llm["usage_today"] == {"input_tokens": 0, "output_tokens": 0, "calls": 0}
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-only-in-this-shell")
+    assert main(["--data-dir", str(worker.data_dir), "settings"]) == 0
+    assert "# Claude route (the running worker): local: llm_route is 'api' but no ANTHROPIC_API_KEY" in capsys.readouterr().out
