@@ -75,7 +75,9 @@ def logged_in_machine(tmp_path, fake_api):
     stop_worker(home)
 
 
-def test_without_a_key_tool_uses_are_distilled_through_the_users_claude_code_login(logged_in_machine, fake_api, marker):
+def test_without_a_key_tool_uses_are_distilled_through_the_users_claude_code_login(
+    logged_in_machine, fake_api, marker, capsys
+):
     machine = logged_in_machine
     settings = json.loads((machine.home / ".claude" / "settings.json").read_text())
     assert settings["apiKeyHelper"] and settings["enabledPlugins"] == {"memory-anchor@memory-anchor": True}
@@ -104,10 +106,12 @@ def test_without_a_key_tool_uses_are_distilled_through_the_users_claude_code_log
     assert status["route"] == "cli" and status["available"]
     assert status["reason"].startswith("no ANTHROPIC_API_KEY; Claude Code CLI 2.1.197 at ")
     assert "(PATH), logged in via api_key_helper" in status["reason"]
+    assert status["usage_today"]["calls"] >= 1  # the CLI route spends the same daily budget
 
-    # Let the session's Stop summary (a second spawned session) finish too before looking for traces.
-    wait_for(lambda: any(SUMMARY_SYSTEM[:60] in system_text(m) for m in fake_api.messages()), 60,
+    # Let the session's summary (a second spawned session) finish too before looking for traces.
+    wait_for(lambda: client.get("/api/v1/status")["llm"]["usage_today"]["calls"] >= 2, 60,
              message="the session summary through the CLI")  # fmt: skip
+    assert any(SUMMARY_SYSTEM[:60] in system_text(m) for m in fake_api.messages())
     spawned = {
         r.headers.get("X-Claude-Code-Session-Id") or r.headers.get("x-claude-code-session-id")
         for r in fake_api.requests
@@ -116,6 +120,10 @@ def test_without_a_key_tool_uses_are_distilled_through_the_users_claude_code_log
     spawned.discard(None)
     assert spawned, "the CLI's requests carry no session id"
     assert_never_captured(machine, spawned)
+    worker = client.get("/api/v1/status")
+    with capsys.disabled():
+        print(f"\nworker on the CLI route: RSS {worker['rss_mb']} MB (peak {worker['peak_rss_mb']} MB), "
+              f"Claude calls today {worker['llm']['usage_today']}")  # fmt: skip
 
 
 def assert_never_captured(machine: ClaudeHome, spawned: set[str]) -> None:
