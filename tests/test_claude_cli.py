@@ -59,7 +59,7 @@ def home(tmp_path: Path, fake_api, monkeypatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    for name in ("CLAUDE_CODE_SESSION_ID", "CLAUDECODE", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA"):
+    for name in ("CLAUDE_CODE_SESSION_ID", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLAUDECODE", "1")  # as in a worker started by a Claude Code hook
     return home

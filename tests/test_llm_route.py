@@ -233,6 +233,24 @@ def test_calls_through_the_cli_share_the_budget_and_retries(tmp_path: Path, db) 
     assert client.remaining_budget() == spent
 
 
+def test_one_cli_call_at_a_time_whatever_the_thread(tmp_path: Path, db) -> None:
+    """Parallel callers (pipeline, judge, extraction) never run two `claude` processes at once."""
+    import threading
+
+    ok = result_line(result='"fine"', usage={"input_tokens": 1, "output_tokens": 1})
+    script = (f"#!/bin/sh\ncat > /dev/null\nmkdir {tmp_path}/running 2>/dev/null || touch {tmp_path}/overlap\n"
+              f"sleep 0.3\nrmdir {tmp_path}/running\necho '{ok}'\n")  # fmt: skip
+    client = cli_client(db, executable(tmp_path / "claude", script))
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(client.complete("s", "p").text)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == ['"fine"'] * 3
+    assert not (tmp_path / "overlap").exists(), "two claude processes ran at once"
+
+
 # --- the recursion guard in the hooks ------------------------------------------------------
 
 

@@ -132,9 +132,10 @@ class ClaudeClient:
         with self._route_lock:
             if self._route is None or self._clock() - self._route_at > ROUTE_RECHECK_SECONDS:
                 env = {**os.environ, "ANTHROPIC_API_KEY": self.api_key}
-                self._route = choose_route(self.settings, env, self._find_cli)
+                previous, self._route = self._route, choose_route(self.settings, env, self._find_cli)
                 self._route_at = self._clock()
-                log.info("Claude route: %s", self._route.describe())
+                if previous is None or previous.describe() != self._route.describe():
+                    log.info("Claude route: %s", self._route.describe())
             return self._route
 
     def forget_route(self) -> None:
