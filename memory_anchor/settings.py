@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -34,6 +34,14 @@ class Settings(BaseModel):
     llm_batch_size: int = Field(8, description="Tool uses compressed per Claude call.")
     llm_timeout_seconds: float = Field(30.0, description="Timeout of one Claude call.")
     llm_max_retries: int = Field(3, description="Retries with backoff on 429/5xx/timeouts.")
+    llm_route: Literal["auto", "api", "cli", "local"] = Field(
+        "auto",
+        description="How to reach Claude: auto (ANTHROPIC_API_KEY, else the Claude Code login, else local), "
+        "api (the key only), cli (the Claude Code login only) or local (never call Claude).",
+    )
+    claude_cli_path: str = Field(
+        "", description="The `claude` executable to distil through; empty: PATH and Claude Code's install places."
+    )
 
     # Capture
     max_tool_output_chars: int = Field(

@@ -26,8 +26,22 @@ def worker_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMORY_ANCHOR_", "CLAUDE_"))}
     env["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     env["PYTHONPATH"] = str(ROOT)
+    # The key or nothing: a worker under test never reaches the developer's own Claude Code login.
+    env["MEMORY_ANCHOR_LLM_ROUTE"] = "api"
     env.update(extra)
     return env
+
+
+@pytest.fixture(autouse=True)
+def _no_developers_claude_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process, the Claude Code CLI is found only where a test's `claude_cli_path` points:
+    a test never spends the developer's own Claude Code login."""
+    from worker import claude_cli
+
+    real = claude_cli.locate
+    monkeypatch.setattr(
+        claude_cli, "locate", lambda configured="", *, env=None: real(configured, env=env) if configured.strip() else None
+    )
 
 
 @dataclass

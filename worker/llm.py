@@ -1,10 +1,13 @@
-"""The worker's one door to Claude: the `anthropic` SDK, retries and a daily budget.
+"""The worker's one door to Claude: the route to it, retries and a daily budget.
 
 `ClaudeClient` is synchronous on purpose: the pipeline calls it from a worker
 thread, never from the event loop. It
 
-- reads `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (so tests and proxies can
-  point it anywhere) and the model, timeout and retry count from `Settings`;
+- takes the route `llm_route` picks (worker/llm_route.py): the `anthropic` SDK
+  with `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (so tests and proxies can
+  point it anywhere), else the user's Claude Code login through `claude -p`
+  (worker/claude_cli.py), else none (the local path);
+- reads the model, timeout and retry count from `Settings`;
 - retries 408/409/429/5xx/529, timeouts and connection errors with exponential
   backoff, waiting at least what a `retry-after` header asks for (the SDK's own
   retries are off so that this policy is the only one, and testable);
@@ -12,8 +15,8 @@ thread, never from the event loop. It
   only when its worst case (estimated input + `max_tokens`) fits in what is left
   of `llm_daily_token_budget`: the user's budget is a ceiling, not a target.
 
-Failures are exceptions with a clear message: `LLMUnavailable` (no key, budget
-spent: use the local path), `LLMError` with `retryable` (try again later or
+Failures are exceptions with a clear message: `LLMUnavailable` (no route to
+Claude, budget spent: use the local path), `LLMError` with `retryable` (try again later or
 fall back), `LLMReplyError` (Claude answered, but not with what was asked).
 """
 
@@ -24,6 +27,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +40,9 @@ if TYPE_CHECKING:  # the SDK costs ~45 MB: imported only once a key makes Claude
     import anthropic
 
 from memory_anchor.settings import Settings
+from worker import claude_cli
+from worker.claude_cli import CliStatus
+from worker.llm_route import CLI, LOCAL, Route, choose_route
 from worker.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -44,6 +51,7 @@ BACKOFF_BASE_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 30.0
 RETRY_AFTER_MAX_SECONDS = 120.0
 CHARS_PER_TOKEN = 3  # conservative: estimates should overshoot, not undershoot
+ROUTE_RECHECK_SECONDS = 300.0
 
 
 class LLMError(Exception):
@@ -56,7 +64,7 @@ class LLMError(Exception):
 
 
 class LLMUnavailable(LLMError):
-    """No Claude today: no API key, or the daily token budget is spent."""
+    """No Claude now: no route to it (no key, no logged-in CLI), or the daily token budget is spent."""
 
 
 class LLMReplyError(LLMError):
@@ -76,6 +84,15 @@ class Completion:
     model: str
 
 
+class _Transient(Exception):
+    """One failed attempt worth retrying (429, 5xx, timeout, connection)."""
+
+    def __init__(self, problem: str, retry_after: float | None = None):
+        super().__init__(problem)
+        self.problem = problem
+        self.retry_after = retry_after
+
+
 class ClaudeClient:
     def __init__(
         self,
@@ -86,6 +103,8 @@ class ClaudeClient:
         base_url: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         today: Callable[[], str] = lambda: date.today().isoformat(),
+        find_cli: Callable[[str], CliStatus | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.settings = settings
         self.db = db
@@ -93,13 +112,35 @@ class ClaudeClient:
         self.base_url = base_url if base_url is not None else os.environ.get("ANTHROPIC_BASE_URL", "").strip()
         self._sleep = sleep
         self._today = today
+        self._find_cli = find_cli
+        self._clock = clock
         self._client: anthropic.Anthropic | None = None
+        self._route: Route | None = None
+        self._route_at = 0.0
+        self._route_lock = threading.Lock()
 
-    # --- availability and budget ---------------------------------------------
+    # --- route, availability and budget ------------------------------------------
 
     @property
     def model(self) -> str:
         return self.settings.llm_model
+
+    @property
+    def route(self) -> Route:
+        """How Claude is reached (see worker/llm_route.py); looked at again every few minutes,
+        so that a user who logs in to Claude Code later gets Claude without a restart."""
+        with self._route_lock:
+            if self._route is None or self._clock() - self._route_at > ROUTE_RECHECK_SECONDS:
+                env = {**os.environ, "ANTHROPIC_API_KEY": self.api_key}
+                previous, self._route = self._route, choose_route(self.settings, env, self._find_cli)
+                self._route_at = self._clock()
+                if previous is None or previous.describe() != self._route.describe():
+                    log.info("Claude route: %s", self._route.describe())
+            return self._route
+
+    def forget_route(self) -> None:
+        with self._route_lock:
+            self._route = None
 
     @property
     def available(self) -> bool:
@@ -107,8 +148,9 @@ class ClaudeClient:
 
     def unavailable_reason(self) -> str | None:
         """Why no call can be made now, or None when one can."""
-        if not self.api_key:
-            return "no ANTHROPIC_API_KEY is set"
+        route = self.route
+        if route.name == LOCAL:
+            return route.reason
         if self.remaining_budget() <= 0:
             return f"the daily token budget ({self.settings.llm_daily_token_budget}) is spent"
         return None
@@ -151,7 +193,11 @@ class ClaudeClient:
         return self._client
 
     def complete(self, system: str, prompt: str, max_tokens: int = 1024) -> Completion:
-        """One user prompt → Claude's text reply, with retries and budget accounting."""
+        """One user prompt → Claude's text reply, with retries and budget accounting.
+
+        The same policy whichever route: the budget check, the retries with
+        backoff, the usage recorded in `llm_usage`.
+        """
         reason = self.unavailable_reason()
         if reason:
             raise LLMUnavailable(f"Claude is unavailable: {reason}")
@@ -161,32 +207,15 @@ class ClaudeClient:
                 f"Claude is unavailable: this call may need ~{estimate} tokens and only "
                 f"{self.remaining_budget()} of today's budget are left"
             )
-        import anthropic
-
+        route = self.route
+        call = self._call_cli if route.name == CLI else self._call_api
         attempts = self.settings.llm_max_retries + 1
         for attempt in range(attempts):
             try:
-                response = self._sdk().messages.create(
-                    model=self.model,
-                    max_tokens=max_tokens,
-                    system=system,
-                    messages=[{"role": "user", "content": prompt}],
-                )
+                completion = call(route, system, prompt, max_tokens)
                 break
-            except anthropic.APIStatusError as exc:
-                status = exc.status_code
-                retryable = status in (408, 409, 429) or status >= 500
-                problem = f"HTTP {status}: {_error_message(exc)}"
-                if not retryable:
-                    hint = " (check ANTHROPIC_API_KEY)" if status in (401, 403) else ""
-                    raise LLMError(f"Claude rejected the request: {problem}{hint}") from exc
-                retry_after = _retry_after(exc.response.headers if exc.response is not None else {})
-            except anthropic.APITimeoutError:
-                problem, retry_after = f"timed out after {self.settings.llm_timeout_seconds}s", None
-            except anthropic.APIConnectionError as exc:
-                problem, retry_after = f"connection failed: {exc}", None
-            except anthropic.AnthropicError as exc:  # anything else the SDK raises
-                problem, retry_after = f"{type(exc).__name__}: {exc}", None
+            except _Transient as failure:
+                problem, retry_after = failure.problem, failure.retry_after
             if attempt + 1 >= attempts:
                 raise LLMError(
                     f"Claude call failed after {attempts} attempts: {problem}",
@@ -196,20 +225,67 @@ class ClaudeClient:
             delay = self._backoff(attempt, retry_after)
             log.info("Claude call failed (%s); retry %d/%d in %.1fs", problem, attempt + 1, attempts - 1, delay)
             self._sleep(delay)
+        self._record_usage(completion.input_tokens, completion.output_tokens)
+        return completion
 
+    def _call_api(self, route: Route, system: str, prompt: str, max_tokens: int) -> Completion:
+        """One attempt through the `anthropic` SDK."""
+        import anthropic
+
+        try:
+            response = self._sdk().messages.create(
+                model=self.model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": prompt}],
+            )
+        except anthropic.APIStatusError as exc:
+            status = exc.status_code
+            problem = f"HTTP {status}: {_error_message(exc)}"
+            if not (status in (408, 409, 429) or status >= 500):
+                hint = " (check ANTHROPIC_API_KEY)" if status in (401, 403) else ""
+                raise LLMError(f"Claude rejected the request: {problem}{hint}") from exc
+            raise _Transient(problem, _retry_after(exc.response.headers if exc.response is not None else {})) from exc
+        except anthropic.APITimeoutError as exc:
+            raise _Transient(f"timed out after {self.settings.llm_timeout_seconds}s") from exc
+        except anthropic.APIConnectionError as exc:
+            raise _Transient(f"connection failed: {exc}") from exc
+        except anthropic.AnthropicError as exc:  # anything else the SDK raises
+            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
         usage = getattr(response, "usage", None)
-        input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
-        output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
-        self._record_usage(input_tokens, output_tokens)
         text = "".join(
             getattr(block, "text", "") for block in (response.content or []) if getattr(block, "type", "") == "text"
         )
         return Completion(
             text=text,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
+            input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
             stop_reason=response.stop_reason,
             model=response.model or self.model,
+        )
+
+    def _call_cli(self, route: Route, system: str, prompt: str, max_tokens: int) -> Completion:
+        """One attempt through the user's Claude Code login (`claude -p`, worker/claude_cli.py)."""
+        assert route.cli is not None
+        try:
+            reply = claude_cli.complete(
+                route.cli.path, system, prompt, model=self.model, max_tokens=max_tokens,
+                timeout=self.settings.llm_timeout_seconds,
+            )  # fmt: skip
+        except claude_cli.CliCallError as exc:
+            if exc.logged_out:
+                self.forget_route()  # look again: the user may have logged out, or in elsewhere
+                raise LLMUnavailable(f"Claude is unavailable: Claude Code is not logged in ({exc})") from exc
+            if exc.retryable:
+                raise _Transient(f"claude -p: {exc}") from exc
+            hint = " (check the Claude Code login: `claude auth status`)" if exc.status in (401, 403) else ""
+            raise LLMError(f"Claude Code rejected the request: {exc}{hint}") from exc
+        return Completion(
+            text=reply.text,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            stop_reason=reply.stop_reason,
+            model=reply.model or self.model,
         )
 
     def complete_json(self, system: str, prompt: str, max_tokens: int = 2048) -> Any:

@@ -113,6 +113,23 @@ class Services:
         except Exception:
             return False
 
+    def llm_status(self) -> dict[str, Any]:
+        """Which route reaches Claude and why, and today's spend (may run `claude` once: call off the loop)."""
+        try:
+            route = self.llm.route
+            reason = self.llm.unavailable_reason()
+            return {
+                "available": reason is None,
+                **route.to_json(),
+                "active": f"{route.name}: {route.reason}",
+                "unavailable_reason": reason,
+                "usage_today": self.llm.usage_today(),
+                "daily_token_budget": self.settings.llm_daily_token_budget,
+            }
+        except Exception as exc:  # a status page must answer whatever the route's state
+            log.warning("cannot tell the Claude route: %s", exc)
+            return {"available": False, "route": "local", "reason": f"cannot tell: {exc}"}
+
     def session_branch(self, session_id: str | None) -> str | None:
         """The branch a known session writes to, or None."""
         if not session_id:

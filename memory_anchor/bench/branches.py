@@ -123,6 +123,7 @@ def run(args) -> int:
     sizes = args.memories or [10_000, 100_000]
     work = Path(args.work_dir) if getattr(args, "work_dir", None) else Path(tempfile.mkdtemp(prefix="ma-bench-branches-"))
     os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ["MEMORY_ANCHOR_LLM_ROUTE"] = "local"  # nor the Claude Code login: these measure the local path
     print(f"Memory Anchor branch-search benchmark (data in {work})", flush=True)
     results: list[tuple[int, str, float, float, float]] = []
     for size in sizes:

@@ -264,6 +264,7 @@ def run(args) -> int:
 
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ["MEMORY_ANCHOR_LLM_ROUTE"] = "local"  # nor the Claude Code login: these measure the local path
     lifecycle.start_background(data_dir, wait=120)
     try:
         backend = ApiBackend(WorkerClient(data_dir, timeout=300, autostart=False))

@@ -79,6 +79,7 @@ def run(args) -> int:
     reuse = fresh_or_reused(data_dir, bool(getattr(args, "reuse", False)))
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ["MEMORY_ANCHOR_LLM_ROUTE"] = "local"  # nor the Claude Code login: these measure the local path
     rng = random.Random(42)
     print(f"Memory Anchor scale benchmark: {n} memories (data in {data_dir})", flush=True)
     started = time.perf_counter()

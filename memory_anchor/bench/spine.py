@@ -101,6 +101,7 @@ def run(args) -> int:
     env["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ["MEMORY_ANCHOR_LLM_ROUTE"] = "local"  # nor the Claude Code login: these measure the local path
     print(f"Memory Anchor spine benchmark (data in {data_dir})", flush=True)
     info = lifecycle.start_background(data_dir, wait=120)
     client = WorkerClient(data_dir, timeout=300, autostart=False)

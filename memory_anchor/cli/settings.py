@@ -1,8 +1,10 @@
-"""`memory-anchor settings`: the effective settings, where they come from and what they do."""
+"""`memory-anchor settings`: the effective settings, where they come from and what they do,
+and which route reaches Claude (API key, Claude Code login or local) and why."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from memory_anchor import paths
 from memory_anchor.cli.main import emit
@@ -20,5 +22,27 @@ def show_settings(args: argparse.Namespace) -> int:
     lines = [f"# {paths.settings_path(base)} (MEMORY_ANCHOR_<KEY> overrides)"]
     for name, field in Settings.model_fields.items():
         lines.append(f"{name} = {getattr(settings, name)!r}    # {field.description}")
-    emit(args, settings.model_dump(), "\n".join(lines))
+    route = claude_route(base, settings)
+    lines.append(f"# Claude route ({route['seen_by']}): {route['active']}")
+    emit(args, {**settings.model_dump(), "claude_route": route}, "\n".join(lines))
     return 0
+
+
+def claude_route(base, settings: Settings) -> dict[str, Any]:
+    """The running worker's route (its environment is the one that counts), else the one a
+    worker started from this shell would take."""
+    from worker import lifecycle
+
+    if lifecycle.running_worker(base) is not None:
+        from memory_anchor.client import WorkerClient, WorkerError
+
+        try:
+            llm = WorkerClient(base, autostart=False).get("/api/v1/status").get("llm") or {}
+            if llm.get("active"):
+                return {**llm, "seen_by": "the running worker"}
+        except WorkerError:
+            pass
+    from worker.llm_route import choose_route
+
+    route = choose_route(settings)
+    return {**route.to_json(), "active": route.describe(), "seen_by": "no worker running; as one started here would"}

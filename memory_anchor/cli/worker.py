@@ -57,6 +57,7 @@ def status(args: argparse.Namespace) -> int:
         f"worker running at {info.url} (pid {info.pid}, version {info.version})\n"
         f"data dir: {detail['data_dir']}\nrecords: {detail['records']}\ninbox: {detail['inbox']}\n"
         f"pending vectors: {detail['pending_vectors']}\nRSS: {detail['rss_mb']} MB (peak {detail['peak_rss_mb']} MB)\n"
+        f"Claude: {detail['llm'].get('active') or detail['llm'].get('reason')}\n"
         + quarantine_text(inbox)
     )
     detail["quarantined"] = inbox["quarantined"]

@@ -34,6 +34,9 @@ AGENT_ENV = "MEMORY_ANCHOR_AGENT_ID"
 EVENT_ID_HEADER = "X-Memory-Anchor-Event-Id"
 BRANCH_HEADER = "X-Memory-Anchor-Branch"
 AGENT_HEADER = "X-Memory-Anchor-Agent"
+# Set on the Claude Code sessions the worker itself spawns to distil (worker/claude_cli.py).
+# They run with hooks disabled; this guard holds even if a Claude Code version ignored that.
+SPAWNED_ENV = "MEMORY_ANCHOR_SPAWNED"
 
 
 def plugin_root() -> str:
@@ -273,6 +276,8 @@ EXTRAS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit}
 
 def main(event: str) -> None:
     """Run the hook for `event`; returns normally whatever happens (the caller exits 0)."""
+    if os.environ.get(SPAWNED_ENV):
+        return  # our own distilling session: capturing it would feed the worker its own calls
     data_dir = ""
     try:
         data_dir = paths.data_dir_str()

@@ -281,3 +281,14 @@ def wait_for(predicate, timeout: float, interval: float = 0.2, message: str = "c
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def claude_or_skip() -> Path:
+    """The pinned CLI; a test that needs it skips when it is not installed, except in CI (CI=true), where it must run."""
+    import pytest
+
+    if CLAUDE.exists():
+        return CLAUDE
+    if os.environ.get("CI") == "true":
+        return ensure_claude_installed()
+    pytest.skip("the pinned Claude Code CLI is not installed: run `make e2e-deps`")

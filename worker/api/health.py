@@ -28,6 +28,7 @@ async def status(request: web.Request) -> web.Response:
     conn = services.db.reader()
     kinds = {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
     pending_vectors = conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
+    llm = await services.run(services.llm_status)
     return web.json_response(
         {
             "version": __version__,
@@ -35,7 +36,7 @@ async def status(request: web.Request) -> web.Response:
             "records": kinds,
             "inbox": services.inbox.counts(),
             "pending_vectors": pending_vectors,
-            "llm": {"available": services.llm_available()},
+            "llm": llm,
             "rss_mb": round(_memory_bytes("VmRSS") / 2**20, 1),
             "peak_rss_mb": round(_memory_bytes("VmHWM") / 2**20, 1),
             "vectors_loaded": services.vectors.loaded,
