@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|locomo|scale|branches`: benchmarks that print figures."""
+"""`memory-anchor bench spine|locomo|scale|branches|vectors|context`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ BENCHES = {
     "locomo": "LoCoMo turn-level recall@5/10/20: default, BM25-only and dense-only search",
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
+    "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
 }
 
 
@@ -56,6 +57,14 @@ def register(sub) -> None:
     vectors.add_argument("--queries", type=int, default=200, help="queries (embedded here from the bench texts)")
     vectors.add_argument("--k", type=int, default=60, help="top k (the search service asks for 60)")
     vectors.set_defaults(handler=_runner("vectors"))
+
+
+    context = which.add_parser("context", help=BENCHES["context"])
+    context.add_argument("--path", choices=["local", "claude", "both"], default="both",
+                         help="local (no Claude) and/or Claude against a fake Messages API on 127.0.0.1")  # fmt: skip
+    context.add_argument("--show-context", action="store_true", help="print each scenario's next SessionStart context")
+    context.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
+    context.set_defaults(handler=_runner("context"))
 
 
 def _runner(name: str):
