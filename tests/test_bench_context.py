@@ -19,7 +19,8 @@ def _check(figures):
     for row in figures["scenarios"]:
         assert not row["missed"], (row["name"], row["missed"], row["context"])
         assert row["repeated"] == 0, row["context"]
-        assert row["stale"] == 0, row["context"]
+        assert row["stale"] == 0 and not row["extra_rules"], row["context"]
+        assert row["recall_repeats"] == 0
     assert figures["planted"] >= bench.GOALS["planted"]
     assert figures["tokens"] <= bench.GOALS["tokens"] and figures["chars"] <= bench.GOALS["chars"]
     assert figures["recall"] >= 0.9, [r["missed_probes"] for r in figures["scenarios"]]

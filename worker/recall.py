@@ -15,7 +15,7 @@ from typing import Any
 from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.events import RecallRequest
 from worker.context.knowledge import LABELS
-from worker.context.layers import STANDING
+from worker.context.layers import STANDING, standing_facts
 from worker.context.sessions import activity_text, outcome_line
 from worker.context.text import clip, line_key
 from worker.memory.cues import terms
@@ -33,8 +33,9 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
         return {"context": "", "results": []}
     project = request.project or project_for_cwd(request.cwd)
     branch = services.session_branch(request.session_id) if request.session_id else None
-    view = resolve_view(services.db.reader(), branch or settings.default_branch)
-    rules = [f for f in matching_rules(services, project, branch or settings.default_branch, request.prompt)
+    conn = services.db.reader()
+    view = resolve_view(conn, branch or settings.default_branch)
+    rules = [f for f in matching_rules(conn, view, project, request.prompt)
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
     limit = settings.prompt_recall_limit
     hits = services.search.search(
@@ -76,17 +77,13 @@ def recall_line(record: dict[str, Any]) -> str:
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
 
 
-def matching_rules(services, project: str | None, branch: str, prompt: str) -> list[dict[str, Any]]:
+def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
     """The standing rules and decisions whose words the prompt shares, most shared first."""
-    model = getattr(services, "memory", None)
     wanted = terms(prompt)
-    if model is None or not wanted or not project:
+    if not wanted or not project:
         return []
-    facts = model.facts.list(project=project, branch=branch, statuses=("active",), limit=300)
     scored = []
-    for fact in facts:
-        if (fact.get("type") or "") not in STANDING:
-            continue
+    for fact in standing_facts(conn, view, project):
         shared = len(wanted & terms(fact["text"]))
         if shared:
             scored.append((shared, fact["seq"], fact))

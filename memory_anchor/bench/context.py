@@ -13,7 +13,10 @@ prompts. Printed per path:
 - stale: lines that still brief a rule the user replaced;
 - repeated: context lines that say what an earlier line said;
 - tokens and characters of the context (budget 3,000 tokens, cap 10,000 chars);
-- recall: the fraction of probe prompts whose recall carries the planted answer.
+- recall: the fraction of probe prompts whose recall carries the planted answer,
+  and the recall lines that repeat another;
+- rule lines not planted: rules or decisions briefed that no scenario planted
+  (false positives of the extraction among the routine prompts).
 """
 
 from __future__ import annotations
@@ -263,12 +266,15 @@ def measure(path: str, work: Path, scenarios: list[dict[str, Any]] | None = None
                 found = [p["what"] for p in scenario["planted"] if on_one_line(context, p["expect"])]
                 rules = "\n".join(line for line in context.splitlines() if line.startswith(RULE_LINES))
                 stale = [s for s in scenario.get("stale", []) if on_one_line(rules, s)]
-                probes = [(p["prompt"], on_one_line(run.recall(scenario["project"], p["prompt"]), p["expect"]))
-                          for p in scenario["probes"]]  # fmt: skip
+                extra = [line for line in rules.splitlines()
+                         if not any(on_one_line(line, p["expect"]) for p in scenario["planted"])]  # fmt: skip
+                recalls = [(p, run.recall(scenario["project"], p["prompt"])) for p in scenario["probes"]]
+                probes = [(p["prompt"], on_one_line(text, p["expect"])) for p, text in recalls]
                 figures["scenarios"].append({
                     "name": scenario["name"], "planted": len(scenario["planted"]), "found": found,
                     "missed": [p["what"] for p in scenario["planted"] if p["what"] not in found],
-                    "stale": len(stale), "repeated": repeated_lines(context), "tokens": estimate_tokens(context),
+                    "stale": len(stale), "extra_rules": extra, "recall_repeats": sum(repeated_lines(t) for _, t in recalls),
+                    "repeated": repeated_lines(context), "tokens": estimate_tokens(context),
                     "chars": len(context), "probes": len(probes), "recalled": sum(ok for _, ok in probes),
                     "missed_probes": [q for q, ok in probes if not ok], "context": context,
                 })  # fmt: skip
@@ -281,6 +287,8 @@ def measure(path: str, work: Path, scenarios: list[dict[str, Any]] | None = None
     figures["recall"] = sum(r["recalled"] for r in rows) / max(1, sum(r["probes"] for r in rows))
     figures["repeated"] = sum(r["repeated"] for r in rows)
     figures["stale"] = sum(r["stale"] for r in rows)
+    figures["extra_rules"] = sum(len(r["extra_rules"]) for r in rows)
+    figures["recall_repeats"] = sum(r["recall_repeats"] for r in rows)
     figures["tokens"] = max(r["tokens"] for r in rows)
     figures["chars"] = max(r["chars"] for r in rows)
     return figures
@@ -301,11 +309,14 @@ def report(figures: dict[str, Any], *, show_context: bool = False) -> None:
             print(f"    missed: {what}")
         for prompt in r["missed_probes"]:
             print(f"    recall missed: {prompt}")
+        for line in r["extra_rules"]:
+            print(f"    briefed as a rule but not planted: {line}")
         if show_context:
             print("    " + r["context"].replace("\n", "\n    "))
     print(f"planted fraction {figures['planted']:.2f} (goal >= {GOALS['planted']}), repeated lines {figures['repeated']} "
           f"(goal 0), stale rules {figures['stale']}, max tokens {figures['tokens']} (<= {GOALS['tokens']}), "
-          f"max chars {figures['chars']} (<= {GOALS['chars']}), probe recall {figures['recall']:.2f}")  # fmt: skip
+          f"max chars {figures['chars']} (<= {GOALS['chars']}), probe recall {figures['recall']:.2f}, "
+          f"rule lines not planted {figures['extra_rules']}, repeated recall lines {figures['recall_repeats']}")  # fmt: skip
 
 
 def run(args) -> int:

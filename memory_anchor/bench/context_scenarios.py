@@ -91,6 +91,9 @@ SCENARIOS: list[dict[str, Any]] = [
                          "subject": "tests before commit", "category": "rule"},
                         {"text": "The shop deploys with fly.io; the Dockerfile base image must stay as is.",
                          "confidence": 0.93, "subject": "deployment", "category": "decision"},
+                        {"text": "The 10% coupon bug: apply_discount() rounded the price before applying the rate "
+                                 "(one cent off on 19.99).", "confidence": 0.92, "subject": "discount rounding",
+                         "category": "bugfix"},
                     ],  # fmt: skip
                     "summary": {
                         "request": "Fix the wrong discount for 10% coupons.",
@@ -150,6 +153,8 @@ SCENARIOS: list[dict[str, Any]] = [
                         {"text": "每次提交前先运行 ruff check。", "confidence": 0.95, "subject": "提交前检查", "category": "rule"},
                         {"text": "不再使用 flake8，代码检查统一用 ruff。", "confidence": 0.95, "subject": "代码检查工具",
                          "category": "decision"},
+                        {"text": "/orders 时间错误的原因：created_at 保存的是本地时间而非 UTC。", "confidence": 0.92,
+                         "subject": "订单时区", "category": "bugfix"},
                     ],  # fmt: skip
                     "summary": {"request": "排查 /orders 接口时间错误。", "done": ["修正了 /orders 的时区处理"],
                                 "root_causes": ["created_at 保存的是本地时间而非 UTC"],
@@ -200,6 +205,8 @@ SCENARIOS: list[dict[str, Any]] = [
                         {"text": "マイグレーションは必ずレビューしてからマージする。", "confidence": 0.95,
                          "subject": "マイグレーション", "category": "rule"},
                         {"text": "ログには structlog を使う。", "confidence": 0.95, "subject": "ログ", "category": "decision"},
+                        {"text": "取り込みのタイムアウトの原因は接続プールの上限 (max_size=5) だった。", "confidence": 0.92,
+                         "subject": "接続プール", "category": "bugfix"},
                     ],  # fmt: skip
                     "summary": {"request": "取り込みのタイムアウトを調査。", "done": ["接続プールの上限を引き上げた"],
                                 "root_causes": ["接続プールの上限 (max_size=5) が小さすぎた"],
@@ -248,6 +255,8 @@ SCENARIOS: list[dict[str, Any]] = [
                          "subject": "code formatter", "category": "convention", "replaces": "black"},
                         {"text": "릴리스 전에는 항상 CHANGELOG를 업데이트한다.", "confidence": 0.95, "subject": "릴리스",
                          "category": "rule"},
+                        {"text": "test_config was flaky because its tests shared one temp directory.",
+                         "confidence": 0.92, "subject": "flaky config test", "category": "bugfix"},
                     ],  # fmt: skip
                     "summary": {"request": "Switch the formatter and fix the flaky config test.",
                                 "done": ["Gave each config test its own tmp_path"],
@@ -266,3 +275,79 @@ SCENARIOS: list[dict[str, Any]] = [
         "probes": [{"prompt": "how should I format the code before committing?", "expect": ["ruff format"]}],
     },
 ]
+
+
+ROUTINE_LAST = [
+    "All tests pass; committed as `chore: tidy imports`.",
+    "Ran the suite again: 120 passed. Nothing else changed.",
+    "Bumped the version to 2.3.1 and pushed the tag.",
+    "Looked at the logs: nothing unusual.",
+    "Renamed a few helpers in utils.py; the suite still passes.",
+    "Updated the README's install section.",
+]
+ROUTINE_PROMPTS = [
+    ["run the tests again please"],
+    ["don't worry about the docs for now, just get the build green"],
+    ["what's the git status?", "commit this with a sensible message"],
+    ["stop the dev server and run the tests again"],
+    ["tidy up utils.py a bit"],
+    ["the install section of the README is outdated, fix it"],
+]
+
+SCENARIOS.append(
+    {
+        "name": "billing service (a long week: 1 session of news, 6 routine)",
+        "project": "billing",
+        "sessions": [
+            {
+                "prompts": ["Invoices for EU customers show the wrong VAT. Never hard-code tax rates: "
+                            "they come from the rates table.",  # fmt: skip
+                            "We use Postgres advisory locks rather than Redis locks for the invoice run."],
+                "tools": routine(
+                    16,
+                    grep("VAT_RATE", ["billing/tax.py", "billing/legacy/rates.py"]),
+                    bash("pytest -q tests/test_vat.py",
+                         "FAILED tests/test_vat.py::test_de - AssertionError: assert Decimal('19.00') == Decimal('16.00')\n"
+                         "1 failed", code=1),  # fmt: skip
+                    edit("billing/tax.py", "VAT_RATE = 0.16", "rate = rates.lookup(country)"),
+                ),
+                "last": "VAT is right again for German invoices.\n\nRoot cause: billing/legacy/rates.py still "
+                "hard-coded the 2020 temporary 16% rate and took precedence over the rates table.\n\n"
+                "Next steps:\n- delete billing/legacy/rates.py once the March invoices are out",
+                "claude": {
+                    "facts": [
+                        {"text": "Never hard-code tax rates; read them from the rates table.", "confidence": 0.95,
+                         "subject": "tax rates", "category": "rule"},
+                        {"text": "The invoice run takes Postgres advisory locks, not Redis locks.", "confidence": 0.95,
+                         "subject": "invoice run locking", "category": "decision"},
+                        {"text": "Wrong German VAT came from billing/legacy/rates.py hard-coding the temporary 16% rate.",
+                         "confidence": 0.92, "subject": "VAT bug", "category": "bugfix"},
+                    ],  # fmt: skip
+                    "summary": {"request": "Fix the VAT on EU invoices.", "done": ["German VAT fixed (19%)"],
+                                "root_causes": ["billing/legacy/rates.py hard-coded the temporary 16% rate"],
+                                "next_steps": ["Delete billing/legacy/rates.py after the March invoices"]},  # fmt: skip
+                },
+            },
+            *[
+                {
+                    "prompts": ROUTINE_PROMPTS[i],
+                    "tools": routine(14 + i % 3, read("billing/utils.py", "def cents(x):\n    return int(x * 100)\n")),
+                    "last": ROUTINE_LAST[i],
+                    "claude": {"facts": [], "summary": {"request": ROUTINE_PROMPTS[i][0], "done": [ROUTINE_LAST[i]],
+                                                        "root_causes": [], "next_steps": []}},  # fmt: skip
+                }
+                for i in range(6)
+            ],
+        ],
+        "planted": [
+            {"what": "rule: never hard-code tax rates", "expect": ["hard-code", "tax rate"]},
+            {"what": "decision: Postgres advisory locks", "expect": ["advisory lock"]},
+            {"what": "root cause: legacy 16% rate", "expect": ["legacy/rates.py", "16%"]},
+            {"what": "next step: delete legacy rates after March", "expect": ["legacy/rates.py", "march"]},
+        ],
+        "probes": [
+            {"prompt": "why was the VAT wrong on German invoices?", "expect": ["16%"]},
+            {"prompt": "which lock does the invoice run use?", "expect": ["advisory"]},
+        ],
+    }
+)

@@ -9,7 +9,7 @@ are the open items sessions left (worker/memory/open_items.py).
 
 from __future__ import annotations
 
-from worker.context.layers import STANDING, active_facts, when
+from worker.context.layers import standing_facts, when
 from worker.context.model import ContextRequest, Section
 from worker.context.text import clip
 
@@ -17,7 +17,7 @@ LABELS = {"rule": "rule", "convention": "rule", "decision": "decision", "prefere
 
 
 def rules_section(request: ContextRequest, conn, view) -> Section | None:
-    facts = [f for f in active_facts(request, limit=200) if (f.get("type") or "") in STANDING]
+    facts = standing_facts(conn, view, request.project)
     if not facts:
         return None
     facts.sort(key=lambda f: (f["needs_verification"], -f["seq"]))  # the newest statement first

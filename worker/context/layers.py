@@ -55,6 +55,18 @@ def active_facts(request: ContextRequest, limit: int = 80) -> list[dict[str, Any
     return facts
 
 
+def standing_facts(conn, view, project: str | None, limit: int = 300) -> list[dict[str, Any]]:
+    """Active rules and decisions of a project, newest first (one indexed query, no search)."""
+    from worker.memory.facts import decorate
+    from worker.store.records import Records
+
+    filters: dict[str, Any] = {"kind": "fact", "type": list(STANDING)}
+    if project is not None:
+        filters["project"] = project
+    rows, _ = Records.query(conn, view, filters=filters, statuses=("active",), limit=limit)
+    return [decorate(r) for r in rows]
+
+
 def fact_line(fact: dict[str, Any], limit: int = 300) -> str:
     flag = " [needs verification]" if fact["needs_verification"] else ""
     return f"- {clip(fact['text'], limit)}{flag} (fact {fact['id'][:8]}, confidence {fact['effective_confidence']:.2f})"

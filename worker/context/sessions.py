@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.context.layers import when
+from worker.context.layers import active_facts, when
 from worker.context.model import ContextRequest, Section
 from worker.context.text import clip, line_key
 from worker.store.records import Records
@@ -21,7 +21,12 @@ ACTIVITY_SCAN = 120
 ACTIVITY_LINES = 25
 
 
-def outcome_line(summary: dict[str, Any]) -> str:
+def _known(text: str, facts: list[str]) -> bool:
+    return any(text in fact for fact in facts)
+
+
+def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
+    """One session's outcome; root causes already among the verified facts (`known`) are not repeated."""
     data = summary.get("data") or {}
     parts = []
     request = str(data.get("request") or "").split(" | then: ")[0]
@@ -32,7 +37,7 @@ def outcome_line(summary: dict[str, Any]) -> str:
         parts.append("done: " + "; ".join(clip(d, 110) for d in done[:3]))
     elif data.get("completed"):
         parts.append(f"done: {clip(str(data['completed']), 160)}")
-    causes = [c for c in data.get("root_causes") or [] if isinstance(c, str)]
+    causes = [c for c in data.get("root_causes") or [] if isinstance(c, str) and not _known(c, known)]
     if causes:
         parts.append("root cause: " + "; ".join(clip(c, 160) for c in causes[:2]))
     steps = [n for n in data.get("next") or [] if isinstance(n, str)]
@@ -47,7 +52,9 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     page = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=OUTCOME_SESSIONS)
     if not page:
         return None
-    return Section("summaries", "Last sessions (asked · done · root cause · next)", [outcome_line(r) for r in page], share=0.3)
+    known = [f["text"] for f in active_facts(request) if f.get("type") == "bugfix"]
+    lines = [outcome_line(r, known) for r in page]
+    return Section("summaries", "Last sessions (asked · done · root cause · next)", lines, share=0.3)
 
 
 def activity_text(record: dict[str, Any]) -> str:

@@ -54,7 +54,7 @@ def _any(*patterns: str) -> re.Pattern[str]:
 _RULE = _any(
     r"\b(always|never|from now on|going forward|from here on|in the future|henceforth|every time)\b",
     r"\b(make sure (to|that|you)|remember to|be sure to|must (always|never)|should (always|never))\b",
-    r"^(please )?(don'?t|do not|stop|avoid|no more)\b",
+    r"^(please )?(avoid|no more)\b",
     r"\b(don'?t|do not) (ever|use|add|commit|push|touch|edit|run|call|import|change|remove|delete|mock)\b",
     # Chinese
     r"以后|今后|从现在起|从今以后|往后|始终|总是|一律|务必|每次|不要再|别再|不要|不许|不准|禁止|千万别|永远不要|必须",
@@ -96,6 +96,9 @@ _REPLACES = [
     re.compile(r"([A-Za-z0-9_.@/+-]+|[\u3040-\u30ff\u4e00-\u9fff]{2,6})\s*(?:の代わりに|ではなく|[をは]使わないで)"),
     re.compile(r"([A-Za-z0-9_.@/+-]+|[\uac00-\ud7af]{2,6})\s*(?:대신|말고|쓰지\s?마|사용하지\s?마)"),
 ]
+# One-off instructions are not standing ones.
+_ONE_OFF = _any(r"\b(for now|this time|just this once|right now|for today|temporarily)\b", r"暂时|这次|这一次|先不",
+                r"今回|とりあえず|一旦", r"이번에는|이번만|일단")
 _QUESTION = re.compile(r"[?？]\s*$|^(how|what|why|where|when|which|who|can|could|should|is|are|do|does|did)\b", re.I)
 _FILLER = re.compile(r"(?i)^(ok(ay)?|also|and|so|btw|by the way|note|fyi|hey|thanks?)[,:!.\s]+")
 
@@ -163,7 +166,7 @@ def standing_statements(prompt: str) -> list[Statement]:
     """The standing instructions, decisions and preferences a prompt states."""
     out: list[Statement] = []
     for sentence in sentences(prompt):
-        if _QUESTION.search(sentence):
+        if _QUESTION.search(sentence) or _ONE_OFF.search(sentence):
             continue
         if _PREFERENCE.search(sentence):
             kind = "preference"

@@ -54,6 +54,7 @@ from worker.store.records import MAIN, Records, resolve_view
 log = logging.getLogger(__name__)
 
 NEAR_DUPLICATE = 0.85
+ROOT_CAUSE_CONFIDENCE = 0.9
 SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
 STANDING = ("rule", "decision", "preference", "convention")
 CATEGORY_OF = {"rule": "rule", "decision": "decision", "preference": "preference"}
@@ -100,6 +101,7 @@ class Material:
     text: str = ""
     observations: list[dict[str, Any]] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)  # the session's user prompts (summary material)
+    root_causes: list[str] = field(default_factory=list)  # a session's outcome, already read (local path)
     project: str = ""
     agent_id: str | None = None
     session_id: str | None = None
@@ -267,6 +269,8 @@ class FactExtractor:
             for statement in standing_statements(text):
                 out.append(Candidate(statement.text, statement.confidence, None, CATEGORY_OF[statement.kind],
                                      replaces=statement.replaces))  # fmt: skip
+        for cause in material.root_causes:  # stated by Claude's last message: plain, not inferred
+            out.append(Candidate(cause, ROOT_CAUSE_CONFIDENCE, None, "bugfix"))
         for obs in material.observations:
             kind = _obs_type(obs)
             if TYPE_TO_LAYER.get(kind) != "verified_fact" or _captured(obs):

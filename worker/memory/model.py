@@ -313,6 +313,9 @@ class MemoryModel:
         elif event_name in ("Stop", "SessionEnd"):
             if record.get("kind") == "summary" and base["session_id"]:
                 self._record_outcome(record, base)
+                causes = root_cause_facts(record.get("data") or {})
+                if causes and not claude:
+                    self.extract(Material(source="summary", root_causes=causes, **base))
             if claude and record.get("kind") == "summary":
                 self.extract(Material(source="summary", text=record.get("text", ""), prompts=self._session_prompts(base),
                                       observations=self._session_observations(base), **base))  # fmt: skip
@@ -390,3 +393,11 @@ class MemoryModel:
             "identity_purged": self.identity.purge_expired(at),
             "active_context_expired": self.active.sweep(),
         }
+
+
+def root_cause_facts(summary: dict[str, Any]) -> list[str]:
+    """A session's root causes as standalone facts: what was fixed, and why it broke."""
+    done = [d for d in summary.get("done") or [] if isinstance(d, str)]
+    causes = [c for c in summary.get("root_causes") or [] if isinstance(c, str) and c.strip()]
+    context = done[0].rstrip("。.") if len(done) == 1 else ""
+    return [f"{context}: {cause}" if context and cause not in context else cause for cause in causes]
