@@ -129,7 +129,7 @@ class Sessions:
 
 def keep_outcome(summary, earlier: dict[str, Any]):
     """A summary rewritten without Claude's last message (SessionEnd) keeps the outcome the Stop before it read."""
-    carried = {k: earlier[k] for k in ("done", "root_causes", "next") if earlier.get(k) and not getattr(summary, k)}
+    carried = {k: earlier[k] for k in ("done", "root_causes", "next", "completed") if earlier.get(k) and not getattr(summary, k)}
     if not carried:
         return summary
     summary = summary.model_copy(update=carried)

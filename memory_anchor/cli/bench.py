@@ -63,6 +63,8 @@ def register(sub) -> None:
     context.add_argument("--path", choices=["local", "claude", "both"], default="both",
                          help="local (no Claude) and/or Claude against a fake Messages API on 127.0.0.1")  # fmt: skip
     context.add_argument("--show-context", action="store_true", help="print each scenario's next SessionStart context")
+    context.add_argument("--via", choices=["hooks", "api"], default="hooks",
+                         help="read context and recall through the real hook commands, or the endpoints they call")  # fmt: skip
     context.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
     context.set_defaults(handler=_runner("context"))
 

@@ -9,11 +9,13 @@ one line with a count and the last time.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from worker.context.layers import active_facts, when
 from worker.context.model import ContextRequest, Section
 from worker.context.text import clip, line_key
+from worker.memory.cues import terms
 from worker.store.records import Records
 
 OUTCOME_SESSIONS = 5
@@ -57,6 +59,12 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     return Section("summaries", "Last sessions (asked · done · root cause · next)", lines, share=0.3)
 
 
+def _adds(detail: str, title: str) -> bool:
+    """Does `detail` say anything `title` does not (beyond numbers and timings)?"""
+    new = terms(detail) - terms(title)
+    return any(not re.fullmatch(r"[\d.,:]+\w{0,2}", word) for word in new)
+
+
 def activity_text(record: dict[str, Any]) -> str:
     """What happened and what came of it, in one line."""
     data = record.get("data") or {}
@@ -65,6 +73,8 @@ def activity_text(record: dict[str, Any]) -> str:
     command = data.get("command")
     if summary and "→" in summary and (command or "`" in summary):
         summary = summary.split("→", 1)[1].strip()  # the command is in the title already
+    if summary and not _adds(summary, title):
+        return title  # "Ran tests `pytest -q`: 120 passed" says what "120 passed in 3.41s" says
     if summary and summary.lower() not in title.lower() and title.lower() not in summary.lower():
         return f"{title} → {summary}"
     return summary if len(summary) > len(title) else title
