@@ -94,3 +94,74 @@ def test_open_items_close_when_a_later_session_does_them(tmp_path):
     [closed] = items.closed("p")
     assert closed["closed_by"] == "s2" and "regression" in closed["closed_because"]
     assert covers("缓存已切换到 Redis，压测缓存命中率完成", "压测缓存命中率")
+
+
+# --- the briefing under pressure: budgets, repeats, supersession -------------------------------
+
+
+@pytest.fixture
+def model(tmp_path):
+    from worker.memory import MemoryModel
+
+    database = Database(tmp_path / "memory.sqlite3")
+    yield MemoryModel(database)
+    database.close()
+
+
+def _briefing(model, project="/p", budget=3000):
+    from types import SimpleNamespace
+
+    from memory_anchor.settings import Settings
+    from worker.context import ContextRequest, build_context
+
+    request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=budget)
+    return build_context(request, model.db.reader())
+
+
+def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
+    from memory_anchor.schemas.memory_model import FactIn, IdentityWrite
+    from worker.store.records import Records
+
+    for n in range(12):
+        model.identity.add(IdentityWrite(content=f"Identity item {n}: " + "a long standing goal " * 15, confirmations=3,
+                                         actor="alice", project="/p"))  # fmt: skip
+    for n in range(80):
+        model.add_fact(FactIn(text=f"Always check invariant number {n} before touching module_{n}.py " * 3,
+                              confidence=0.95, category="rule", project="/p"))  # fmt: skip
+    with model.db.transaction() as conn:
+        for n in range(300):
+            Records.put(conn, "observation", f"Ran tests {n % 3}", branch="main", actor="t", reason="t", project="/p",
+                        type="event", title=f"Ran tests `pytest -q`: {100 + n % 3} passed",
+                        data={"summary": f"`pytest -q` → {100 + n % 3} passed"}, happened_at=1_700_000_000 + n)  # fmt: skip
+    built = _briefing(model)
+    text = built.text
+    assert len(text) <= 10_000
+    assert text.index("Identity item 0") < text.index("Standing rules") < text.index("Recent activity")
+    body = text[text.index("## Standing rules"):]
+    assert len(body) // 4 <= 3000
+    activity = text[text.index("## Recent activity"):].splitlines()[1:]
+    # the last 120 tool uses (ACTIVITY_SCAN), three distinct results: three lines with their counts
+    assert len(activity) == 3 and all("×40" in line for line in activity)
+
+
+def test_a_change_of_mind_supersedes_the_rule_locally(model):
+    from worker.memory.extraction import Material
+
+    model.extract(Material(source="prompt", text="We use black for formatting.", project="/p", source_id="prompt-1"))
+    outcome = model.extract(Material(source="prompt", text="From now on we format with ruff format instead of black.",
+                                     project="/p", source_id="prompt-2"))  # fmt: skip
+    assert [r["event"] for r in outcome.results] == ["UPDATE"]
+    text = _briefing(model).text
+    assert "ruff format instead of black" in text and "We use black for formatting" not in text
+    [fact] = model.facts.list(project="/p")
+    assert fact["type"] == "decision" and fact["source_id"] == "prompt-2" and fact["data"]["previous_text"]
+
+
+def test_a_captured_file_creation_is_never_a_fact(model):
+    from worker.memory.extraction import Material
+
+    created = {"kind": "observation", "type": "feature", "tool_use_id": "toolu_1",
+               "data": {"tool_name": "Write", "summary": "Created app/session_store.py (3 lines); starts `import redis`"}}  # fmt: skip
+    on_purpose = {"kind": "observation", "type": "decision", "data": {"summary": "Sessions live in Redis, not cookies"}}
+    outcome = model.extract(Material(source="observation", observations=[created, on_purpose], project="/p"))
+    assert [r["memory"] for r in outcome.results] == ["Sessions live in Redis, not cookies"]
