@@ -90,13 +90,15 @@ def activity_section(request: ContextRequest, conn, view) -> Section | None:
         key = line_key(text)
         group = groups.get(key)
         if group is None:
-            groups[key] = {"text": text, "kind": record.get("type") or "note", "count": 1,
+            groups[key] = {"text": text, "kind": record.get("type") or "note", "count": 1, "id": record["id"][:8],
                            "last": record.get("happened_at"), "first": record.get("happened_at")}  # fmt: skip
         else:
             group["count"] += 1
             group["first"] = record.get("happened_at")
     lines = []
     for group in list(groups.values())[:ACTIVITY_LINES]:
-        repeat = f" ×{group['count']} (last {when(group['last'])})" if group["count"] > 1 else f" ({when(group['last'])})"
+        # the id (the latest of a repeat) lets Claude fetch the details (get_observations)
+        repeat = (f" ×{group['count']} (id {group['id']}, last {when(group['last'])})" if group["count"] > 1
+                  else f" (id {group['id']}, {when(group['last'])})")  # fmt: skip
         lines.append(f"- [{group['kind']}] {group['text']}{repeat}")
     return Section("observations", "Recent activity (repeats counted)", lines, share=0.5)

@@ -89,6 +89,7 @@ the most similar existing facts, each with a number. Decide one event per candid
 - "UPDATE": it replaces or refines existing fact `target` (give the merged text in `text`);
 - "DELETE": it shows that existing fact `target` is no longer true;
 - "NONE": it is already known (same meaning as an existing fact).
+A merged `text` keeps the language the facts are written in.
 Reply with JSON only: {"decisions": [{"candidate": int, "event": "ADD"|"UPDATE"|"DELETE"|"NONE",
 "target": int|null, "text": str|null, "reason": str}]}"""
 
