@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.context.text import clip, is_boundary
+from worker.text import clip, is_boundary
 from worker.memory.cues import covers, session_outcome, standing_statements
 from worker.memory.open_items import OpenItems
 from worker.store.db import Database

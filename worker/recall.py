@@ -17,7 +17,7 @@ from memory_anchor.schemas.events import RecallRequest
 from worker.context.knowledge import LABELS
 from worker.context.layers import STANDING, standing_facts
 from worker.context.sessions import activity_text, outcome_line
-from worker.context.text import clip, line_key
+from worker.text import clip, line_key
 from worker.memory.cues import terms
 from worker.present import record_to_wire
 from worker.store.records import resolve_view

@@ -9,7 +9,7 @@ One package owns every section (no module outside it builds context lines):
 - `knowledge`: standing rules and decisions, open next steps;
 - `sessions`: the last sessions' outcomes, recent activity with repeats collapsed;
 - `branches`: which memory branch is active;
-- `text`: line text cut only at word boundaries, in any script.
+Lines are cut with `worker.text.clip`: only at word boundaries, in any script.
 """
 
 from worker.context.build import FIRST_RUN_NOTE, SECTIONS, build_context, write_cache

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from worker.context.model import ContextRequest, Section
-from worker.context.text import clip
+from worker.text import clip
 from worker.memory.common import DEFAULT_AGENT
 from worker.store.records import iso
 

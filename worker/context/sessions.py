@@ -14,7 +14,7 @@ from typing import Any
 
 from worker.context.layers import active_facts, when
 from worker.context.model import ContextRequest, Section
-from worker.context.text import clip, line_key
+from worker.text import clip, line_key
 from worker.memory.cues import terms
 from worker.store.records import Records
 

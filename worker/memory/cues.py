@@ -21,6 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from worker.memory.common import tokens
+from worker.text import clip
+
 PLAIN = 0.95  # said plainly: seed 002's "active" tier (>= 0.9)
 USUAL = 0.9  # a convention stated in passing ("we deploy with …")
 HEDGED = 0.75  # hedged: the "pending approval" tier (0.7-0.9)
@@ -146,8 +149,6 @@ def _clean(sentence: str) -> str:
     sentence = _FILLER.sub("", sentence.strip()).strip()
     sentence = sentence.rstrip("。.!！；; ")
     if len(sentence) > MAX_STATEMENT_CHARS:
-        from worker.context.text import clip  # late: the context package reads memory, not the reverse
-
         sentence = clip(sentence, MAX_STATEMENT_CHARS)
     return sentence
 
@@ -272,8 +273,6 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+"
 
 def terms(text: str) -> set[str]:
     """The words of a text for matching: stemmed words, and bigrams of CJK runs (no spaces there)."""
-    from worker.memory.common import tokens
-
     out = set()
     for token in tokens(text):
         if _CJK_RUN.fullmatch(token):

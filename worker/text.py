@@ -1,4 +1,4 @@
-"""Line text for the briefing and recall: one line, cut only where a word ends.
+"""Line text for the briefing, recall and extracted statements: one line, cut only where a word ends.
 
 `clip` never cuts inside a character or a word, in any script: it cuts at a
 space, after punctuation (Latin or CJK), or where the script changes (Han to
