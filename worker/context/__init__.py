@@ -8,7 +8,8 @@ One package owns every section (no module outside it builds context lines):
   conflicts, approvals (the memory model's layers);
 - `knowledge`: standing rules and decisions, open next steps;
 - `sessions`: the last sessions' outcomes, recent activity with repeats collapsed;
-- `branches`: which memory branch is active;
+- `branches`: which memory branch is active.
+
 Lines are cut with `worker.text.clip`: only at word boundaries, in any script.
 """
 
