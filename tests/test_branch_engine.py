@@ -11,7 +11,7 @@ from memory_anchor.settings import Settings
 from tests.fakes.anthropic_server import json_reply
 from worker.branching import branches as registry
 from worker.branching import sessions, snapshots
-from worker.branching.context import branch_section
+from worker.context.branches import branch_section
 from worker.branching.diff import compute_diff
 from worker.branching.judge import ClaudeJudge
 from worker.branching.merge import MergeEngine

@@ -1,4 +1,12 @@
-"""Per-prompt recall: the few memories worth adding to what the user just asked."""
+"""Per-prompt recall: the few memories worth adding to what the user just asked.
+
+Each line carries the answer, not a title: a test run with its verdict and the
+failing assertion, a search with the files it found, a session with its outcome,
+a rule as stated. The same thing said twice (the same test run three times)
+is one line. Standing rules and decisions come first when the prompt touches
+their subject ("how do we deploy the shop?" recalls "we deploy with fly.io"),
+matched on words (CJK by character pairs), not on the search score.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +14,78 @@ from typing import Any
 
 from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.events import RecallRequest
+from worker.context.knowledge import LABELS
+from worker.context.layers import STANDING, standing_facts
+from worker.context.sessions import activity_text, outcome_line
+from worker.text import clip, line_key
+from worker.memory.cues import terms
 from worker.present import record_to_wire
 from worker.store.records import resolve_view
 
 RECALL_KINDS = ["observation", "summary", "fact", "event", "memory"]
+MAX_RULES = 3
+LINE_CHARS = 300
 
 
 def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
     settings = services.settings
-    if not settings.prompt_recall or len(request.prompt.split()) < 3:
+    if not settings.prompt_recall or len(request.prompt.split()) < 3 and len(terms(request.prompt)) < 3:
         return {"context": "", "results": []}
     project = request.project or project_for_cwd(request.cwd)
     branch = services.session_branch(request.session_id) if request.session_id else None
-    view = resolve_view(services.db.reader(), branch or settings.default_branch)
+    conn = services.db.reader()
+    view = resolve_view(conn, branch or settings.default_branch)
+    rules = [f for f in matching_rules(conn, view, project, request.prompt)
+             if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
+    limit = settings.prompt_recall_limit
     hits = services.search.search(
         request.prompt,
         view,
         filters={"project": project or None, "kind": RECALL_KINDS},
-        top_k=settings.prompt_recall_limit,
+        top_k=limit * 3,  # room for the repeats dropped below
         threshold=settings.prompt_recall_threshold,
         mode="hybrid",
         fallback=False,
     )
     # The prompt itself was just captured; recalling it back is noise.
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
-    if not hits:
+    lines, results, seen = [], [], set()
+    for record in rules + hits:
+        line = recall_line(record)
+        key = line_key(line)
+        if record["id"] in seen or key in seen:
+            continue
+        seen.update((record["id"], key))
+        lines.append(f"- {line} (id {record['id']})")
+        results.append(record)
+        if len(results) >= len(rules) + limit:
+            break
+    if not lines:
         return {"context": "", "results": []}
-    lines = ["Memory Anchor recalls (from earlier work on this project):"]
-    for hit in hits:
-        title = hit.get("title") or hit.get("text", "")
-        lines.append(f"- [{hit['kind']}] {' '.join(title.split())[:200]} (id {hit['id']})")
-    return {"context": "\n".join(lines), "results": [record_to_wire(h) for h in hits]}
+    context = "\n".join(["Memory Anchor recalls (from earlier work on this project):", *lines])
+    return {"context": context, "results": [record_to_wire(r) for r in results]}
+
+
+def recall_line(record: dict[str, Any]) -> str:
+    kind = record["kind"]
+    if kind == "fact" and (record.get("type") or "") in STANDING:
+        return f"[{LABELS[record['type']]}] {clip(record['text'], LINE_CHARS)}"
+    if kind == "observation":
+        return f"[{record.get('type') or 'observation'}] {clip(activity_text(record), LINE_CHARS)}"
+    if kind == "summary":
+        return "[session] " + clip(outcome_line(record)[2:], LINE_CHARS)
+    return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
+
+
+def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
+    """The standing rules and decisions whose words the prompt shares, most shared first."""
+    wanted = terms(prompt)
+    if not wanted or not project:
+        return []
+    scored = []
+    for fact in standing_facts(conn, view, project):
+        shared = len(wanted & terms(fact["text"]))
+        if shared:
+            scored.append((shared, fact["seq"], fact))
+    scored.sort(key=lambda t: (-t[0], -t[1]))
+    return [fact for _, _, fact in scored[:MAX_RULES]]

@@ -101,9 +101,12 @@ class Sessions:
         prompts = [r["text"] for r in activity if r["kind"] == "prompt"]
         observations = [r for r in activity if r["kind"] == "observation"]
         last = event.payload.get("last_assistant_message")
-        return self.services.distiller.session_summary(
+        summary = self.services.distiller.session_summary(
             prompts, observations, last if isinstance(last, str) else None
         )
+        if existing is not None and not (isinstance(last, str) and last.strip()):
+            summary = keep_outcome(summary, existing.get("data") or {})
+        return summary
 
     def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
         session_id = event.session_id or "unknown"
@@ -122,3 +125,15 @@ class Sessions:
             conn, "summary", text, record_id=record_id, reason="summary", project=session["project"],
             session_id=session_id, agent_id=session.get("agent_id"), **common,
         )  # fmt: skip
+
+
+def keep_outcome(summary, earlier: dict[str, Any]):
+    """A summary rewritten without Claude's last message (SessionEnd) keeps the outcome the Stop before it read."""
+    carried = {k: earlier[k] for k in ("done", "root_causes", "next", "completed") if earlier.get(k) and not getattr(summary, k)}
+    if not carried:
+        return summary
+    summary = summary.model_copy(update=carried)
+    if carried.get("next") and not summary.next_steps:
+        summary.next_steps = "; ".join(carried["next"])
+    summary.text = summary.render()
+    return summary

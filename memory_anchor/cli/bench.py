@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|locomo|scale|branches|vectors|session|redaction`: benchmarks that print figures."""
+"""`memory-anchor bench spine|locomo|scale|branches|vectors|session|redaction|context`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ BENCHES = {
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
     "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
     "redaction": "secret redaction on ordinary text: false positives per MB, MB/s, payloads sanitized per second",
+    "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
 }
 
 
@@ -68,6 +69,16 @@ def register(sub) -> None:
     redaction.add_argument("--ids", type=int, default=10_000, help="generated ids of each kind (hashes, UUIDs, tool-use ids)")
     redaction.add_argument("--show", type=int, default=30, help="hits listed with their context")
     redaction.set_defaults(handler=_runner("redaction"))
+
+
+    context = which.add_parser("context", help=BENCHES["context"])
+    context.add_argument("--path", choices=["local", "claude", "both"], default="both",
+                         help="local (no Claude) and/or Claude against a fake Messages API on 127.0.0.1")  # fmt: skip
+    context.add_argument("--show-context", action="store_true", help="print each scenario's next SessionStart context")
+    context.add_argument("--via", choices=["hooks", "api"], default="hooks",
+                         help="read context and recall through the real hook commands, or the endpoints they call")  # fmt: skip
+    context.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
+    context.set_defaults(handler=_runner("context"))
 
 
 def _runner(name: str):

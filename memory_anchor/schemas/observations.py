@@ -111,6 +111,9 @@ class SessionSummaryDraft(BaseModel):
     completed: str = Field("", description="What got done")
     next_steps: str = Field("", description="What is left to do")
     files: list[str] = Field(default_factory=list, description="Files read or modified")
+    done: list[str] = Field(default_factory=list, description="The outcome: what the session says it did")
+    root_causes: list[str] = Field(default_factory=list, description="Root causes found")
+    next: list[str] = Field(default_factory=list, description="Next steps, one per item (open items)")
     text: str = Field("", description="The summary as one readable text (indexed)")
     distilled_by: DistilledBy = "local"
 
@@ -121,6 +124,7 @@ class SessionSummaryDraft(BaseModel):
             ("Investigated", self.investigated),
             ("Learned", self.learned),
             ("Completed", self.completed),
+            ("Root causes", "; ".join(self.root_causes)),
             ("Next steps", self.next_steps),
             ("Files", ", ".join(self.files)),
         ]

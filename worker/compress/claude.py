@@ -53,8 +53,11 @@ in the tool use. Text like [REDACTED:...] stands for a removed secret: never try
 SUMMARY_SYSTEM = """You are the memory of an AI coding assistant. From a session's user prompts, \
 the observations recorded during it and the assistant's last message, write a session summary for \
 future sessions. Reply as {"request": "...", "investigated": "...", "learned": "...", "completed": \
-"...", "next_steps": "...", "files": ["..."]}: each text field one to three sentences (empty string \
-if nothing applies), files the most relevant paths. Only state what the material supports."""
+"...", "done": ["..."], "root_causes": ["..."], "next_steps": ["..."], "files": ["..."]}: each text \
+field one to three sentences (empty string if nothing applies); "done" the outcomes the session \
+reached, "root_causes" the causes of problems it found (with the evidence), "next_steps" the work \
+it left for later, each item one short standalone sentence (empty lists if none); files the most \
+relevant paths. Only state what the material supports. Write in the language the user wrote in."""
 
 
 def observations_prompt(payloads: Sequence[dict[str, Any]]) -> str:
@@ -178,6 +181,10 @@ def merge_summary(reply: Any, local: SessionSummaryDraft) -> SessionSummaryDraft
             value = "; ".join(v for v in value if isinstance(v, str))
         if isinstance(value, str) and value.strip():
             update[key] = shorten(value, 1000)
+    for key, field in (("done", "done"), ("root_causes", "root_causes"), ("next_steps", "next")):
+        items = _texts(reply.get(key), 6, 300)
+        if items:
+            update[field] = items
     if not update:
         return None
     files = list(dict.fromkeys(_texts(reply.get("files"), MAX_FILES, 300) + local.files))[:MAX_FILES]

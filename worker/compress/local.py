@@ -739,17 +739,24 @@ def as_observation(value: Any) -> ObservationDraft | None:
         return None
 
 
-_NEXT_STEP_LINE = re.compile(r"(?i)\b(next|todo|to do|remaining|still need|follow[- ]up|left to|should also|could also)\b")
 _CHANGE_TYPES = ("bugfix", "feature", "refactor", "change", "decision")
 
 
 def summarize_session(
     prompts: Iterable[Any], observations: Iterable[Any], last_assistant_message: Any = None
 ) -> SessionSummaryDraft:
-    """An extractive session summary; never raises on odd input."""
+    """An extractive session summary; never raises on odd input.
+
+    The outcome (done, root causes, next steps) comes from Claude's last message
+    by cue words in any of the languages `worker.memory.cues` knows; pending
+    todo items are next steps too.
+    """
+    from worker.memory.cues import session_outcome
+
     prompt_texts = [shorten(_str(p), 200) for p in (prompts or []) if _str(p).strip()]
     drafts = [d for d in (as_observation(o) for o in (observations or [])) if d is not None]
     last = _str(last_assistant_message)
+    outcome = session_outcome(last)
 
     request = prompt_texts[0] if prompt_texts else ""
     if len(prompt_texts) > 1:
@@ -758,17 +765,14 @@ def summarize_session(
     changes = [d for d in drafts if d.type in _CHANGE_TYPES]
     investigated = "; ".join(_unique((d.title for d in discoveries), 6))
     learned = "; ".join(
-        _unique([f for d in discoveries for f in d.facts if not f.startswith("[")] or
-                [d.summary for d in discoveries if d.outcome == "error"], 5)
+        _unique(outcome.root_causes + ([f for d in discoveries for f in d.facts if not f.startswith("[")] or
+                [d.summary for d in discoveries if d.outcome == "error"]), 5)
     )  # fmt: skip
-    completed = "; ".join(_unique((d.title for d in changes), 8))
+    completed = "; ".join(_unique(outcome.done + [d.title for d in changes], 8))
     if not completed and last:
         completed = shorten(last, 300)
-    next_steps = _unique(
-        [shorten(line, 160) for line in _lines(last) if _NEXT_STEP_LINE.search(line)]
-        + [f[len("[pending] "):] for d in drafts[-20:] if d.tool_name == "TodoWrite" for f in d.facts if f.startswith("[pending] ")],
-        5,
-    )  # fmt: skip
+    todo = [f[len("[pending] "):] for d in drafts[-20:] if d.tool_name == "TodoWrite" for f in d.facts if f.startswith("[pending] ")]  # fmt: skip
+    next_steps = _unique(outcome.next_steps + todo, 6)
     files = _unique(
         [f for d in changes for f in d.files_modified] + [f for d in drafts for f in d.files_modified + d.files_read],
         MAX_FILES,
@@ -780,6 +784,9 @@ def summarize_session(
         completed=completed,
         next_steps="; ".join(next_steps),
         files=files,
+        done=outcome.done,
+        root_causes=outcome.root_causes,
+        next=next_steps,
         distilled_by="local",
     )
     summary.text = summary.render() or "Session with no recorded activity"

@@ -4,12 +4,17 @@ Material (observations, a session summary, a PreCompact transcript, mem0
 messages) goes through two steps:
 
 1. *extract*: with Claude, a small model proposes standalone facts with a
-   confidence; without a key, the local path takes the observations whose type
-   maps to the fact layer (decision, bugfix, refactor, feature) as facts;
+   confidence; without Claude, the local path reads the user's standing
+   instructions and decisions out of prompts by cue words (`cues.py`, English,
+   Chinese, Japanese, Korean) and takes observations an agent wrote on purpose
+   (decision, bugfix, ...) as facts. A captured tool use (a file created,
+   edited or read, a command run) is an observation, never a fact;
 2. *decide*: each candidate is compared with the most similar existing facts and
    gets an action: ADD, UPDATE (a new version supersedes the old), DELETE
    (invalidate) or NONE. With Claude the model decides; locally, a near-duplicate
-   (similarity >= 0.85) is NONE and anything else ADD.
+   (similarity >= 0.85) is NONE, a statement that replaces what an earlier rule
+   or decision said ("we use X instead of Y", "不再用 Y", "from now on …" on the
+   same subject) is UPDATE of it, and anything else ADD.
 
 Nothing the model says is trusted blindly: every reply is validated with
 pydantic, an existing fact is named to the model by a small number (never its
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +46,7 @@ from memory_anchor.schemas.memory_model import (
 from memory_anchor.schemas.observations import TYPE_TO_LAYER
 from worker.memory.common import DEFAULT_AGENT, agent_actor, now, text_similarity
 from worker.memory.conflicts import ConflictService, settle
+from worker.memory.cues import standing_statements
 from worker.memory.facts import FactStore
 from worker.store.db import Database
 from worker.store.records import MAIN, Records, resolve_view
@@ -47,19 +54,34 @@ from worker.store.records import MAIN, Records, resolve_view
 log = logging.getLogger(__name__)
 
 NEAR_DUPLICATE = 0.85
+ROOT_CAUSE_CONFIDENCE = 0.9
+SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
+STANDING = ("rule", "decision", "preference", "convention")
+CATEGORY_OF = {"rule": "rule", "decision": "decision", "preference": "preference"}
+_CHANGE_OF_MIND = re.compile(
+    r"(?i)\b(now|anymore|any more|from now on|instead|switch|no longer|going forward)\b"
+    r"|以后|今后|改用|换成|不再|今後|これから|変更|앞으로|이제|대신|변경"
+)
+# Tools whose use is captured: what they did is an observation, never a fact.
+CAPTURED_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",
+                            "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite"})  # fmt: skip
 LOCAL_CONFIDENCE = 0.9  # a decision/bugfix/refactor observation states what was done
 MAX_MATERIAL_CHARS = 24_000
 SIMILAR_PER_CANDIDATE = 5
 
-EXTRACT_SYSTEM = """You extract durable facts about a software project from an AI coding session.
-A fact is a standalone statement that stays true beyond this session: a decision and its reason,
-the cause and fix of a bug, a convention, a configuration, a dependency, a preference of the user.
-Do not extract: guesses, feelings, transient state ("tests are running"), secrets, or anything
-already phrased as a question. Give each fact a confidence between 0 and 1: 0.9 or more only when
-the material states it plainly; 0.7-0.9 when it is inferred; below 0.7 when uncertain.
-`subject` names what the fact is about in two to five words (e.g. "vector database").
+EXTRACT_SYSTEM = """You extract durable knowledge about a software project from an AI coding session.
+A fact is a standalone statement that stays true beyond this session: a standing instruction of
+the user ("always run ruff before committing", "never push to main"), a decision and its reason,
+the root cause and fix of a bug, a convention, a configuration, a dependency, a preference.
+The user's prompts are the main source of instructions and decisions; state them as rules
+("Always …", "Never …", "We deploy with …"). Do not extract: that a file was created, edited or
+read, that a command ran, guesses, feelings, transient state ("tests are running"), next steps,
+secrets, or anything phrased as a question. Give each fact a confidence between 0 and 1: 0.9 or
+more only when the material states it plainly; 0.7-0.9 when it is inferred; below 0.7 when
+uncertain. `subject` names what the fact is about in two to five words (e.g. "deployment").
+Write each fact in the language the user wrote it in.
 Reply with JSON only: {"facts": [{"text": str, "confidence": number, "subject": str, "category":
-"decision"|"bugfix"|"convention"|"configuration"|"preference"|"other"}]}"""
+"rule"|"decision"|"bugfix"|"convention"|"configuration"|"preference"|"other"}]}"""
 
 DECIDE_SYSTEM = """You manage the fact memory of a software project. For each candidate fact you see
 the most similar existing facts, each with a number. Decide one event per candidate:
@@ -67,6 +89,7 @@ the most similar existing facts, each with a number. Decide one event per candid
 - "UPDATE": it replaces or refines existing fact `target` (give the merged text in `text`);
 - "DELETE": it shows that existing fact `target` is no longer true;
 - "NONE": it is already known (same meaning as an existing fact).
+A merged `text` keeps the language the facts are written in.
 Reply with JSON only: {"decisions": [{"candidate": int, "event": "ADD"|"UPDATE"|"DELETE"|"NONE",
 "target": int|null, "text": str|null, "reason": str}]}"""
 
@@ -75,9 +98,11 @@ Reply with JSON only: {"decisions": [{"candidate": int, "event": "ADD"|"UPDATE"|
 class Material:
     """What to extract from, and where the facts go."""
 
-    source: str  # observation | summary | transcript | messages
+    source: str  # prompt | observation | summary | transcript | messages
     text: str = ""
     observations: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)  # the session's user prompts (summary material)
+    root_causes: list[str] = field(default_factory=list)  # a session's outcome, already read (local path)
     project: str = ""
     agent_id: str | None = None
     session_id: str | None = None
@@ -93,6 +118,7 @@ class Candidate:
     subject: str | None = None
     category: str | None = None
     similar: list[dict[str, Any]] = field(default_factory=list)
+    replaces: list[str] = field(default_factory=list)  # terms an earlier rule said that this one drops
     decision: FactDecision | None = None
     decided_by: str = "local"
     numbered: dict[int, dict[str, Any]] = field(default_factory=dict)  # the model's numbers → existing facts
@@ -122,6 +148,8 @@ class FactExtractor:
         for candidate in candidates:
             candidate.similar = self._similar(candidate.text, material)
             candidate.decision = self._local_decision(0, candidate)
+            if candidate.decision.event == "ADD" and candidate.category in STANDING:
+                self._local_supersede(candidate, material)
         outcome = self._apply(material, candidates, mode="local")
         outcome.errors = errors + outcome.errors
         return outcome
@@ -210,7 +238,7 @@ class FactExtractor:
         return decision
 
     def _material_prompt(self, material: Material) -> str:
-        parts = []
+        parts = [f"User prompt: {p}" for p in material.prompts[-30:]]
         for obs in material.observations:
             parts.append(f"- [{_obs_type(obs)}] {_obs_summary(obs)}")
             for extra in (_obs_data(obs).get("facts") or [])[:5]:
@@ -238,9 +266,15 @@ class FactExtractor:
     @staticmethod
     def _local_candidates(material: Material) -> list[Candidate]:
         out = []
+        for text in ([material.text] if material.source == "prompt" else []) + material.prompts:
+            for statement in standing_statements(text):
+                out.append(Candidate(statement.text, statement.confidence, None, CATEGORY_OF[statement.kind],
+                                     replaces=statement.replaces))  # fmt: skip
+        for cause in material.root_causes:  # stated by Claude's last message: plain, not inferred
+            out.append(Candidate(cause, ROOT_CAUSE_CONFIDENCE, None, "bugfix"))
         for obs in material.observations:
             kind = _obs_type(obs)
-            if TYPE_TO_LAYER.get(kind) != "verified_fact":
+            if TYPE_TO_LAYER.get(kind) != "verified_fact" or _captured(obs):
                 continue
             text = _obs_summary(obs)
             if text:
@@ -254,6 +288,27 @@ class FactExtractor:
         if best is not None and best["similarity"] >= NEAR_DUPLICATE:
             return FactDecision(candidate=index, event="NONE", reason=f"near-duplicate of {best['id']} ({best['similarity']:.2f})")
         return FactDecision(candidate=index, event="ADD", reason="new")
+
+    def _local_supersede(self, candidate: Candidate, material: Material) -> None:
+        """A new rule or decision that drops what an earlier one said becomes its UPDATE.
+
+        "We deploy with render instead of fly.io" updates the rule that names
+        fly.io; "from now on …" updates a rule on the same subject (similar
+        words) without naming what it replaces.
+        """
+        found = list(candidate.similar)
+        for term in candidate.replaces:
+            found += [f for f in self._similar(term, material) if all(f["id"] != x["id"] for x in found)]
+        standing = [f for f in found if (f.get("type") or f.get("category")) in STANDING]
+        target = next((f for f in standing for term in candidate.replaces if term.lower() in f["text"].lower()), None)
+        if target is None and _CHANGE_OF_MIND.search(candidate.text):
+            target = next((f for f in standing if f["similarity"] >= SAME_SUBJECT), None)
+        if target is None:
+            return
+        candidate.similar = [target] + [f for f in candidate.similar if f["id"] != target["id"]]
+        candidate.numbered = {0: target}
+        candidate.decision = FactDecision(candidate=0, event="UPDATE", target=0, text=candidate.text,
+                                          reason=f"replaces {target['id']}: {target['text'][:80]}")  # fmt: skip
 
     def _similar(self, text: str, material: Material) -> list[dict[str, Any]]:
         conn = self.db.reader()
@@ -319,7 +374,8 @@ class FactExtractor:
         if event == "ADD" or target is None:
             stored = self.facts.add(
                 FactIn(text=text, confidence=confidence, subject=subject, category=category, project=project,
-                       agent_id=agent_id, session_id=session_id, source="ai", source_id=source_id, branch=branch),
+                       agent_id=agent_id, session_id=session_id, source="prompt" if source == "prompt" else "ai",
+                       source_id=source_id, branch=branch),
                 actor=actor, conn=conn, reason=reason if event == "ADD" else f"ADD (no valid target): {reason}",
             )  # fmt: skip
             if stored["status"] == "rejected":
@@ -359,3 +415,10 @@ def _obs_type(obs: dict[str, Any]) -> str:
 def _obs_summary(obs: dict[str, Any]) -> str:
     data = _obs_data(obs)
     return str(data.get("summary") or obs.get("summary") or obs.get("title") or data.get("title") or obs.get("text") or "").strip()
+
+
+def _captured(obs: dict[str, Any]) -> bool:
+    """A tool use captured by a hook (not an observation an agent wrote on purpose)."""
+    tool = str(obs.get("tool_name") or _obs_data(obs).get("tool_name") or "")
+    return bool(obs.get("tool_use_id") or _obs_data(obs).get("tool_use_id") or tool in CAPTURED_TOOLS
+                or tool.startswith("mcp__"))  # fmt: skip

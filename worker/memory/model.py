@@ -35,6 +35,7 @@ from worker.memory.extraction import FactExtractor, Material
 from worker.memory.facts import FactStore
 from worker.memory.finder import Finder
 from worker.memory.identity import IdentityService, refuse_agent_identity_write
+from worker.memory.open_items import OpenItems
 from worker.memory.operations import OperationsIndex
 from worker.memory.relations import RelationStore
 from worker.memory.retrieval import Retrieval
@@ -65,6 +66,7 @@ class MemoryModel:
         self.facts = FactStore(db, self.finder, self.approvals, redact)
         self.conflicts = ConflictService(db, self.facts)
         self.relations = RelationStore(db)
+        self.open_items = OpenItems(db)
         self.operations = OperationsIndex(db, self.finder)
         self.extractor = FactExtractor(db, self.facts, self.conflicts, llm, redact, self.policy)
         self.retrieval = Retrieval(self)
@@ -277,11 +279,17 @@ class MemoryModel:
     def on_pipeline_event(self, event_name: str, event: Any, written: dict[str, Any]) -> None:
         """After-event hook for the pipeline (`pipeline.after_event.append(memory.on_pipeline_event)`).
 
-        - PostToolUse without Claude: the new observation goes through local extraction
-          (with Claude, observations wait for the batch at PreCompact/Stop);
+        Runs on the pipeline's thread, after the event is stored: never on a hook's path.
+
+        - UserPromptSubmit without Claude: the prompt's standing instructions and
+          decisions become facts (local cue words; with Claude they wait for Stop);
+        - PostToolUse without Claude: an observation an agent wrote on purpose may
+          become a fact (captured tool uses never do);
         - PreCompact: the transcript (or, without one, the session's observations) is
           extracted before compaction loses it;
-        - Stop / SessionEnd: the session summary and the session's observations are extracted;
+        - Stop / SessionEnd: the session's outcome updates the open items (its next
+          steps open, what it did closes earlier ones); with Claude, the summary,
+          the session's prompts and observations are extracted;
           SessionEnd also ends the session's active context (kept as an L2 event).
         """
         session = written.get("session") or {}
@@ -292,7 +300,9 @@ class MemoryModel:
             branch=session.get("branch") or MAIN, source_id=f"inbox:{getattr(event, 'id', '')}",
         )  # fmt: skip
         claude = self.extractor._client() is not None
-        if event_name == "PostToolUse" and record.get("kind") == "observation" and not claude:
+        if event_name == "UserPromptSubmit" and record.get("kind") == "prompt" and not claude:
+            self.extract(Material(source="prompt", text=record.get("text", ""), **{**base, "source_id": record["id"]}))
+        elif event_name == "PostToolUse" and record.get("kind") == "observation" and not claude:
             self.extract(Material(source="observation", observations=[record], **base))
         elif event_name == "PreCompact":
             text = self._transcript_text(written.get("transcript_path")) if claude else ""
@@ -301,11 +311,33 @@ class MemoryModel:
                 self.extract(Material(source="transcript" if text else "observation", text=text,
                                       observations=observations, **base))  # fmt: skip
         elif event_name in ("Stop", "SessionEnd"):
+            if record.get("kind") == "summary" and base["session_id"]:
+                self._record_outcome(record, base)
+                causes = root_cause_facts(record.get("data") or {})
+                if causes and not claude:
+                    self.extract(Material(source="summary", root_causes=causes, **base))
             if claude and record.get("kind") == "summary":
-                self.extract(Material(source="summary", text=record.get("text", ""),
+                self.extract(Material(source="summary", text=record.get("text", ""), prompts=self._session_prompts(base),
                                       observations=self._session_observations(base), **base))  # fmt: skip
             if event_name == "SessionEnd" and base["session_id"]:
                 self.end_session(base["session_id"], agent_id=base["agent_id"], project=base["project"], branch=base["branch"])
+
+    def _record_outcome(self, summary: dict[str, Any], base: dict[str, Any]) -> None:
+        data = summary.get("data") or {}
+        done = [d for d in (data.get("done") or []) if isinstance(d, str)]
+        if not done and data.get("completed"):
+            done = [str(data["completed"])]
+        with self.db.transaction() as conn:
+            self.open_items.record_outcome(
+                conn, project=base["project"], branch=base["branch"], session_id=base["session_id"],
+                next_steps=[n for n in (data.get("next") or []) if isinstance(n, str)], done=done,
+            )  # fmt: skip
+
+    def _session_prompts(self, base: dict[str, Any], limit: int = 50) -> list[str]:
+        conn = self.db.reader()
+        rows, _ = Records.query(conn, resolve_view(conn, base["branch"]), filters={"kind": "prompt", "session_id": base["session_id"]},
+                                order="seq ASC", limit=limit)  # fmt: skip
+        return [r["text"] for r in rows]
 
     def _session_observations(self, base: dict[str, Any], limit: int = 200) -> list[dict[str, Any]]:
         if not base.get("session_id"):
@@ -361,3 +393,11 @@ class MemoryModel:
             "identity_purged": self.identity.purge_expired(at),
             "active_context_expired": self.active.sweep(),
         }
+
+
+def root_cause_facts(summary: dict[str, Any]) -> list[str]:
+    """A session's root causes as standalone facts: what was fixed, and why it broke."""
+    done = [d for d in summary.get("done") or [] if isinstance(d, str)]
+    causes = [c for c in summary.get("root_causes") or [] if isinstance(c, str) and c.strip()]
+    context = done[0].rstrip("。.") if len(done) == 1 else ""
+    return [f"{context}: {cause}" if context and cause not in context else cause for cause in causes]

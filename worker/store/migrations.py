@@ -331,6 +331,26 @@ MEMORY_MODEL: list[Migration] = [
         );
         """,
     ),
+    (
+        "0102_knowledge",
+        """
+        -- Next steps a session left (from Claude's last message or its todo list):
+        -- open until a later session's outcome says they are done.
+        CREATE TABLE open_items (
+            id             INTEGER PRIMARY KEY AUTOINCREMENT,
+            project        TEXT NOT NULL DEFAULT '',
+            branch         TEXT NOT NULL DEFAULT 'main',
+            session_id     TEXT NOT NULL,
+            text           TEXT NOT NULL,
+            opened_at      REAL NOT NULL,
+            closed_at      REAL,
+            closed_by      TEXT,              -- the session whose outcome completed it
+            closed_because TEXT
+        );
+        CREATE INDEX open_items_by_project ON open_items(project, closed_at, opened_at);
+        CREATE INDEX open_items_by_session ON open_items(session_id);
+        """,
+    ),
 ]
 BRANCHING: list[Migration] = [
     (

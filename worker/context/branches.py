@@ -11,15 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from worker.branching.branches import list_branches
+from worker.context.model import Section
 from worker.store.records import MAIN
 
 MAX_LISTED = 10
 
 
-def branch_section(request: Any, conn, view) -> Any:
+def branch_section(request: Any, conn, view) -> Section | None:
     """Context section builder: `(ContextRequest, conn, View) -> Section | None`."""
-    from worker.context import Section  # late: worker.context lists this builder
-
     current = request.branch or MAIN
     branches = list_branches(conn)
     mine = next((b for b in branches if b["name"] == current), None)

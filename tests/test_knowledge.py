@@ -1,0 +1,167 @@
+"""Knowledge without Claude: cue words in four languages, outcomes, open items, word-safe lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.text import clip, is_boundary
+from worker.memory.cues import covers, session_outcome, standing_statements
+from worker.memory.open_items import OpenItems
+from worker.store.db import Database
+
+
+@pytest.mark.parametrize("prompt, kind, replaces", [
+    ("Always run `pytest -q` before you commit anything.", "rule", []),
+    ("Never push straight to main!", "rule", []),
+    ("From now on we format with ruff format instead of black.", "decision", ["black"]),
+    ("Decision: use SQLite for the cache, not Redis.", "decision", ["Redis"]),
+    ("I prefer pytest fixtures over setUp methods", "preference", []),
+    ("以后提交前都要先运行 ruff check", "rule", []),
+    ("不要再用 flake8", "rule", ["flake8"]),
+    ("决定：缓存改用 Redis", "decision", []),
+    ("今後はコミット前に必ずテストを実行してください", "rule", []),
+    ("mypy は使わないで", "rule", ["mypy"]),
+    ("앞으로 커밋 전에 항상 테스트를 실행해", "rule", []),
+    ("flake8 쓰지 마", "rule", ["flake8"]),
+])  # fmt: skip
+def test_standing_statements_in_four_languages(prompt, kind, replaces):
+    [statement] = standing_statements(prompt)
+    assert statement.kind == kind and statement.confidence >= 0.9 and statement.replaces == replaces
+
+
+@pytest.mark.parametrize("prompt", [
+    "how do we deploy the shop?", "should we always use black?", "please look at the failing test in test_cart.py",
+])  # fmt: skip
+def test_questions_and_requests_are_not_rules(prompt):
+    assert standing_statements(prompt) == []
+
+
+def test_a_hedged_rule_waits_for_approval():
+    [statement] = standing_statements("maybe we should always squash merges")
+    assert 0.7 <= statement.confidence < 0.9  # seed 002's pending tier
+
+
+def test_session_outcome_from_headings_bullets_and_sentences():
+    outcome = session_outcome(
+        "Fixed the 10% coupon bug.\n\n**Root cause:** the price was rounded before the rate was applied.\n\n"
+        "Next steps:\n- add a regression test\n- update the changelog\n\nAll 120 tests pass."
+    )
+    assert outcome.done == ["Fixed the 10% coupon bug"]
+    assert outcome.root_causes == ["the price was rounded before the rate was applied"]
+    assert outcome.next_steps == ["add a regression test", "update the changelog"]
+
+
+@pytest.mark.parametrize("message, cause, step", [
+    ("根本原因：缓存的 TTL 设置成了 0。\n下一步：给 Redis 加上监控。", "缓存的 TTL 设置成了 0", "给 Redis 加上监控"),
+    ("原因は接続プールの上限でした。次は負荷テストを追加します。", "原因は接続プールの上限でした", "次は負荷テストを追加します"),
+    ("원인은 타임존 변환 누락이었습니다. 다음 단계: 마이그레이션 스크립트 작성", "원인은 타임존 변환 누락이었습니다",
+     "다음 단계: 마이그레이션 스크립트 작성"),
+])  # fmt: skip
+def test_session_outcome_in_chinese_japanese_korean(message, cause, step):
+    outcome = session_outcome(message)
+    assert outcome.root_causes == [cause] and outcome.next_steps == [step]
+
+
+@pytest.mark.parametrize("text", [
+    "The quick brown fox jumps over the lazy dog " * 5,
+    "以后提交前都要先运行ruff检查并且确认所有测试通过，然后再推送到远程仓库，不要直接推送到主分支",
+    "今後はマイグレーションを必ずレビューしてからマージしてください。ログは structlog を使う",
+    "앞으로 릴리스 전에 항상 CHANGELOG를 업데이트해 주세요 그리고 태그도 만들어 주세요",
+    "Café naïve e\u0301te\u0301 👩\u200d💻👩\u200d💻👩\u200d💻 résumé " * 4,
+])  # fmt: skip
+def test_clip_never_cuts_inside_a_character_or_a_word(text):
+    flat = " ".join(text.split())
+    for limit in range(16, min(len(flat), 90)):  # each text has a boundary within its first 15 characters
+        cut = clip(text, limit)
+        assert len(cut) <= limit and cut.endswith("…")
+        head = cut[:-1]
+        assert flat.startswith(head)
+        assert is_boundary(flat, len(head)) or flat[len(head)] in " ,;:.-，、；：·"
+
+
+def test_open_items_close_when_a_later_session_does_them(tmp_path):
+    db = Database(tmp_path / "m.sqlite3")
+    items = OpenItems(db)
+    with db.transaction() as conn:
+        items.record_outcome(conn, project="p", branch="main", session_id="s1",
+                             next_steps=["add a regression test for zero-priced items", "update CHANGELOG.md"], done=[])  # fmt: skip
+    with db.transaction() as conn:  # restated next steps are not opened twice; done ones close
+        result = items.record_outcome(conn, project="p", branch="main", session_id="s2",
+                                      next_steps=["Update the CHANGELOG.md"],
+                                      done=["Added the regression test for zero-priced items"])  # fmt: skip
+    assert result == {"opened": 0, "closed": 1}
+    assert [i["text"] for i in items.open("p")] == ["update CHANGELOG.md"]
+    [closed] = items.closed("p")
+    assert closed["closed_by"] == "s2" and "regression" in closed["closed_because"]
+    assert covers("缓存已切换到 Redis，压测缓存命中率完成", "压测缓存命中率")
+
+
+# --- the briefing under pressure: budgets, repeats, supersession -------------------------------
+
+
+@pytest.fixture
+def model(tmp_path):
+    from worker.memory import MemoryModel
+
+    database = Database(tmp_path / "memory.sqlite3")
+    yield MemoryModel(database)
+    database.close()
+
+
+def _briefing(model, project="/p", budget=3000):
+    from types import SimpleNamespace
+
+    from memory_anchor.settings import Settings
+    from worker.context import ContextRequest, build_context
+
+    request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=budget)
+    return build_context(request, model.db.reader())
+
+
+def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
+    from memory_anchor.schemas.memory_model import FactIn, IdentityWrite
+    from worker.store.records import Records
+
+    for n in range(12):
+        model.identity.add(IdentityWrite(content=f"Identity item {n}: " + "a long standing goal " * 15, confirmations=3,
+                                         actor="alice", project="/p"))  # fmt: skip
+    for n in range(80):
+        model.add_fact(FactIn(text=f"Always check invariant number {n} before touching module_{n}.py " * 3,
+                              confidence=0.95, category="rule", project="/p"))  # fmt: skip
+    with model.db.transaction() as conn:
+        for n in range(300):
+            Records.put(conn, "observation", f"Ran tests {n % 3}", branch="main", actor="t", reason="t", project="/p",
+                        type="event", title=f"Ran tests `pytest -q`: {100 + n % 3} passed",
+                        data={"summary": f"`pytest -q` → {100 + n % 3} passed"}, happened_at=1_700_000_000 + n)  # fmt: skip
+    built = _briefing(model)
+    text = built.text
+    assert len(text) <= 10_000
+    assert text.index("Identity item 0") < text.index("Standing rules") < text.index("Recent activity")
+    body = text[text.index("## Standing rules"):]
+    assert len(body) // 4 <= 3000
+    activity = text[text.index("## Recent activity"):].splitlines()[1:]
+    # the last 120 tool uses (ACTIVITY_SCAN), three distinct results: three lines with their counts
+    assert len(activity) == 3 and all("×40" in line for line in activity)
+
+
+def test_a_change_of_mind_supersedes_the_rule_locally(model):
+    from worker.memory.extraction import Material
+
+    model.extract(Material(source="prompt", text="We use black for formatting.", project="/p", source_id="prompt-1"))
+    outcome = model.extract(Material(source="prompt", text="From now on we format with ruff format instead of black.",
+                                     project="/p", source_id="prompt-2"))  # fmt: skip
+    assert [r["event"] for r in outcome.results] == ["UPDATE"]
+    text = _briefing(model).text
+    assert "ruff format instead of black" in text and "We use black for formatting" not in text
+    [fact] = model.facts.list(project="/p")
+    assert fact["type"] == "decision" and fact["source_id"] == "prompt-2" and fact["data"]["previous_text"]
+
+
+def test_a_captured_file_creation_is_never_a_fact(model):
+    from worker.memory.extraction import Material
+
+    created = {"kind": "observation", "type": "feature", "tool_use_id": "toolu_1",
+               "data": {"tool_name": "Write", "summary": "Created app/session_store.py (3 lines); starts `import redis`"}}  # fmt: skip
+    on_purpose = {"kind": "observation", "type": "decision", "data": {"summary": "Sessions live in Redis, not cookies"}}
+    outcome = model.extract(Material(source="observation", observations=[created, on_purpose], project="/p"))
+    assert [r["memory"] for r in outcome.results] == ["Sessions live in Redis, not cookies"]

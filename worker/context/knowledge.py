@@ -1,0 +1,39 @@
+"""What holds and what is open: standing rules and decisions, open next steps.
+
+Rules and decisions are verified facts of the standing categories (rule,
+decision, preference, convention), whether the user stated them in a prompt
+(local cue words) or Claude extracted them; a later change of mind has already
+superseded the old version, so only the current one is listed. Open next steps
+are the open items sessions left (worker/memory/open_items.py).
+"""
+
+from __future__ import annotations
+
+from worker.context.layers import standing_facts, when
+from worker.context.model import ContextRequest, Section
+from worker.text import clip
+
+LABELS = {"rule": "rule", "convention": "rule", "decision": "decision", "preference": "preference"}
+
+
+def rules_section(request: ContextRequest, conn, view) -> Section | None:
+    facts = standing_facts(conn, view, request.project)
+    if not facts:
+        return None
+    facts.sort(key=lambda f: (f["needs_verification"], -f["seq"]))  # the newest statement first
+    lines = []
+    for fact in facts[:40]:
+        flag = " [needs verification]" if fact["needs_verification"] else ""
+        lines.append(f"- {LABELS[fact['type']]}: {clip(fact['text'], 260)}{flag} (fact {fact['id'][:8]})")
+    return Section("rules", "Standing rules and decisions (follow them unless the user changes them)", lines, share=0.3)
+
+
+def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
+    model = request.memory
+    if model is None:
+        return None
+    items = model.open_items.open(request.project, limit=15, conn=conn)
+    if not items:
+        return None
+    lines = [f"- {clip(item['text'], 220)} (open since {when(item['opened_at'])})" for item in items]
+    return Section("next_steps", "Open next steps (left by earlier sessions)", lines, share=0.15)

@@ -1,0 +1,104 @@
+"""What happened lately: the last sessions' outcomes and recent activity.
+
+An outcome line is structured: what was asked, what was done, the root causes
+found, what was left next; each part cut at a word boundary. Activity lines say
+what happened and what came of it (the command and its result, the test and its
+verdict, the search and the files it found); the same thing happening again is
+one line with a count and the last time.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from worker.context.layers import active_facts, when
+from worker.context.model import ContextRequest, Section
+from worker.text import clip, line_key
+from worker.memory.cues import terms
+from worker.store.records import Records
+
+OUTCOME_SESSIONS = 5
+ACTIVITY_SCAN = 120
+ACTIVITY_LINES = 25
+
+
+def _known(text: str, facts: list[str]) -> bool:
+    return any(text in fact for fact in facts)
+
+
+def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
+    """One session's outcome; root causes already among the verified facts (`known`) are not repeated."""
+    data = summary.get("data") or {}
+    parts = []
+    request = str(data.get("request") or "").split(" | then: ")[0]
+    if request:
+        parts.append(f"asked: {clip(request, 110)}")
+    done = [d for d in data.get("done") or [] if isinstance(d, str)]
+    if done:
+        parts.append("done: " + "; ".join(clip(d, 110) for d in done[:3]))
+    elif data.get("completed"):
+        parts.append(f"done: {clip(str(data['completed']), 160)}")
+    causes = [c for c in data.get("root_causes") or [] if isinstance(c, str) and not _known(c, known)]
+    if causes:
+        parts.append("root cause: " + "; ".join(clip(c, 160) for c in causes[:2]))
+    steps = [n for n in data.get("next") or [] if isinstance(n, str)]
+    if steps:
+        parts.append("next: " + "; ".join(clip(n, 100) for n in steps[:3]))
+    if not parts:
+        parts.append(clip(summary.get("title") or summary.get("text") or "", 200))
+    return f"- {when(summary.get('happened_at'))} · " + " · ".join(parts)
+
+
+def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
+    page = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=OUTCOME_SESSIONS)
+    if not page:
+        return None
+    known = [f["text"] for f in active_facts(request) if f.get("type") == "bugfix"]
+    lines = [outcome_line(r, known) for r in page]
+    return Section("summaries", "Last sessions (asked · done · root cause · next)", lines, share=0.3)
+
+
+def _adds(detail: str, title: str) -> bool:
+    """Does `detail` say anything `title` does not (beyond numbers and timings)?"""
+    new = terms(detail) - terms(title)
+    return any(not re.fullmatch(r"[\d.,:]+\w{0,2}", word) for word in new)
+
+
+def activity_text(record: dict[str, Any]) -> str:
+    """What happened and what came of it, in one line."""
+    data = record.get("data") or {}
+    title = " ".join(str(record.get("title") or data.get("title") or record.get("text") or "").split())
+    summary = " ".join(str(data.get("summary") or "").split())
+    command = data.get("command")
+    if summary and "→" in summary and (command or "`" in summary):
+        summary = summary.split("→", 1)[1].strip()  # the command is in the title already
+    if summary and not _adds(summary, title):
+        return title  # "Ran tests `pytest -q`: 120 passed" says what "120 passed in 3.41s" says
+    if summary and summary.lower() not in title.lower() and title.lower() not in summary.lower():
+        return f"{title} → {summary}"
+    return summary if len(summary) > len(title) else title
+
+
+def activity_section(request: ContextRequest, conn, view) -> Section | None:
+    page = Records.latest(conn, view, filters={"kind": "observation", "project": request.project}, limit=ACTIVITY_SCAN)
+    if not page:
+        return None
+    groups: dict[str, dict[str, Any]] = {}
+    for record in page:  # newest first
+        text = clip(activity_text(record), 230)
+        key = line_key(text)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = {"text": text, "kind": record.get("type") or "note", "count": 1, "id": record["id"][:8],
+                           "last": record.get("happened_at"), "first": record.get("happened_at")}  # fmt: skip
+        else:
+            group["count"] += 1
+            group["first"] = record.get("happened_at")
+    lines = []
+    for group in list(groups.values())[:ACTIVITY_LINES]:
+        # the id (the latest of a repeat) lets Claude fetch the details (get_observations)
+        repeat = (f" ×{group['count']} (id {group['id']}, last {when(group['last'])})" if group["count"] > 1
+                  else f" (id {group['id']}, {when(group['last'])})")  # fmt: skip
+        lines.append(f"- [{group['kind']}] {group['text']}{repeat}")
+    return Section("observations", "Recent activity (repeats counted)", lines, share=0.5)
