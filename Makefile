@@ -12,7 +12,7 @@ help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
 	@echo "make test         run the whole test suite (installs everything it needs)"
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
-	@echo "make bench        run the benchmarks (spine, LoCoMo, branches, scale) and print figures"
+	@echo "make bench        run the benchmarks (spine, LoCoMo, multilingual, branches, scale) and print figures"
 	@echo "make clean        remove the virtual environment and caches"
 
 $(STAMP): pyproject.toml
@@ -39,6 +39,7 @@ test-slow: $(STAMP) e2e-deps
 bench: $(STAMP)
 	$(VENV)/bin/memory-anchor bench spine
 	$(VENV)/bin/memory-anchor bench locomo --data ../shared/bench/locomo-dev.json
+	$(VENV)/bin/memory-anchor bench multilingual
 	$(VENV)/bin/memory-anchor bench branches --memories 10000
 	$(VENV)/bin/memory-anchor bench scale --n 100000
 
