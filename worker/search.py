@@ -64,6 +64,7 @@ from typing import Any, Iterable
 from worker import filters as filter_language
 from worker.embeddings import Embedder
 from worker.filters import Filter
+from worker.store.cjk import is_cjk_word, query_words
 from worker.store.db import Database
 from worker.store.records import RecordError, Records, View, parse_time
 from worker.timewords import time_window
@@ -272,11 +273,11 @@ class SearchService:
         the records' own text only.
         """
         words = []
-        for word in re.findall(r"[\w']+", query.lower()):
+        for word in query_words(query):  # CJK runs come as bigrams and characters (see worker/store/cjk.py)
             word = word.strip("'")
             if word.endswith("'s"):
                 word = word[:-2]
-            if len(word) < 2 or word in STOP_WORDS or word in words:
+            if (len(word) < 2 and not is_cjk_word(word)) or word in STOP_WORDS or word in words:
                 continue
             words.append(word)
         if not words:

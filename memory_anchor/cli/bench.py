@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|locomo|scale|branches|vectors|session|redaction|context`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|context`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ BENCHES = {
     "branches": "search p50/p95 on a branch 3 levels deep and at an as_of point, next to main",
     "spine": "hook wall time, capture rate, search and context latency, worker RSS",
     "locomo": "LoCoMo turn-level recall@5/10/20: default, BM25-only and dense-only search",
+    "multilingual": "top-1/top-5 in Chinese (the seeds' checklists), Japanese, Korean, German, Spanish; latency, ingest, RSS",
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
     "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
@@ -37,6 +38,11 @@ def register(sub) -> None:
     locomo.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
     locomo.add_argument("--in-process", action="store_true", help="skip HTTP (tuning only; not the measure)")
     locomo.set_defaults(handler=_runner("locomo"))
+
+    multilingual = which.add_parser("multilingual", help=BENCHES["multilingual"])
+    multilingual.add_argument("--locomo", type=Path, default=None, help="also English LoCoMo R@10 on this file (e.g. ../shared/bench/locomo-dev.json)")
+    multilingual.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    multilingual.set_defaults(handler=_runner("multilingual"))
 
     scale = which.add_parser("scale", help=BENCHES["scale"])
     scale.add_argument("--n", type=int, default=100_000, help="memories to store")

@@ -174,7 +174,9 @@ def delete_branch(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
             status=409,
         )
     rows = conn.execute(
-        "SELECT seq, op, text, coalesce(title, '') AS title FROM records WHERE branch = ?", (name,)
+        # As the index holds them (fts_words: migration 0005_cjk_keywords).
+        "SELECT seq, op, fts_words(text) AS text, fts_words(coalesce(title, '')) AS title FROM records WHERE branch = ?",
+        (name,),
     ).fetchall()
     seqs = [r["seq"] for r in rows]
     for r in rows:

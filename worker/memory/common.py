@@ -13,6 +13,7 @@ import time
 import unicodedata
 from typing import Any, Iterable
 
+from worker.store.cjk import is_cjk_word, query_words
 from worker.store.records import RecordError, parse_time
 
 DEFAULT_AGENT = "claude-code"
@@ -120,8 +121,8 @@ def estimate_tokens(text: str) -> int:
 def fts_query(text: str, limit_terms: int = 12) -> str:
     """An FTS5 MATCH expression: the significant words OR-ed, each quoted."""
     seen: list[str] = []
-    for word in re.findall(r"\w+", unicodedata.normalize("NFKC", text or "").lower()):
-        if word in STOPWORDS or len(word) < 2 or word in seen:
+    for word in query_words(unicodedata.normalize("NFKC", text or "").replace("'", " ")):
+        if word in STOPWORDS or (len(word) < 2 and not is_cjk_word(word)) or word in seen:
             continue
         seen.append(word)
         if len(seen) >= limit_terms:

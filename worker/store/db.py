@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from worker.store.cjk import SQL_FUNCTION, index_words
+
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -39,6 +41,8 @@ def connect(path: Path | str) -> Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys=ON")
+    # The keyword index's triggers call it (migration 0005_cjk_keywords): every connection that writes needs it.
+    conn.create_function(SQL_FUNCTION, 1, index_words, deterministic=True)
     return conn
 
 

@@ -254,6 +254,54 @@ CORE: list[Migration] = [
         UPDATE inbox SET status = 'quarantined' WHERE status = 'failed';
         """,
     ),
+    (
+        "0005_cjk_keywords",
+        f"""
+        -- Chinese, Japanese and Korean runs reach both keyword indexes as their
+        -- bigrams and single characters (fts_words(), worker/store/cjk.py; the
+        -- connection registers it), so two-character words inside a sentence
+        -- match. Text without CJK characters is indexed exactly as before.
+        -- records_fts keeps no copy of the text: its content is now this view,
+        -- so what FTS5 reads back ('rebuild', 'integrity-check') is what it indexed.
+        CREATE VIEW records_fts_content AS
+            SELECT seq, fts_words(text) AS text, fts_words(coalesce(title, '')) AS title
+            FROM records WHERE op = 'put' AND text != '';
+        DROP TRIGGER records_fts_insert;
+        DROP TABLE records_fts;
+        CREATE VIRTUAL TABLE records_fts USING fts5(
+            text, title, content='records_fts_content', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO records_fts(records_fts) VALUES ('rebuild');
+        CREATE TRIGGER records_fts_insert AFTER INSERT ON records
+        WHEN new.op = 'put' AND new.text != '' BEGIN
+            INSERT INTO records_fts(rowid, text, title)
+            VALUES (new.seq, fts_words(new.text), fts_words(coalesce(new.title, '')));
+        END;
+
+        -- The thread index keeps its own copy; a neighbour's words are shaped
+        -- as they join a record's context, so stored context is never shaped twice.
+        UPDATE records_thread_fts
+            SET text = fts_words(text), title = fts_words(title), context = fts_words(context)
+            WHERE fts_words(text) != text OR fts_words(title) != title OR fts_words(context) != context;
+
+        DROP TRIGGER records_thread_fts_insert;
+        CREATE TRIGGER records_thread_fts_insert AFTER INSERT ON records
+        WHEN new.op = 'put' AND new.text != '' BEGIN
+            INSERT INTO records_thread_fts(rowid, text, title, context)
+            VALUES (new.seq, fts_words(new.text), fts_words(coalesce(new.title, '')), CASE
+                WHEN new.version > 1 THEN coalesce((
+                    SELECT context FROM records_thread_fts
+                    WHERE rowid = (SELECT max(seq) FROM records WHERE id = new.id AND seq < new.seq)), '')
+                ELSE coalesce(fts_words((
+                    SELECT group_concat(substr(text, 1, 200), ' ') FROM records
+                    WHERE seq IN ({_THREAD_PREVIOUS}))), '')
+                END);
+            UPDATE records_thread_fts SET context = trim(context || ' ' || fts_words(substr(new.text, 1, 200)))
+            WHERE new.version = 1 AND rowid IN ({_THREAD_PREVIOUS});
+        END;
+        """,
+    ),
 ]
 
 # The memory model (issue 4) and the branching engine (issue 5) append here.
