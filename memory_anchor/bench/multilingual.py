@@ -89,8 +89,9 @@ def search(client, qset: QuestionSet, query: str, mode: str) -> list[str]:
     return [(r.get("metadata") or {}).get("answers", "") for r in results]
 
 
-def evaluate(client, sets=ALL_SETS, modes=MODES, locomo_data: Path | None = None) -> Report:
+def evaluate(client, sets=ALL_SETS, modes=MODES, locomo_data: Path | None = None, log=lambda line: None) -> Report:
     now = time.time()
+    log(f"storing {sum(len(s.memories) for s in sets)} memories, then {sum(len(s.questions) for s in sets)} questions x {len(modes)} modes")
     started = time.perf_counter()
     memories = sum(store(client, qset, now) for qset in sets)
     ingest_seconds = time.perf_counter() - started
@@ -116,6 +117,7 @@ def evaluate(client, sets=ALL_SETS, modes=MODES, locomo_data: Path | None = None
     status = client.get("/api/v1/status")
     report = Report(results, memories, ingest_seconds, latencies, status.get("rss_mb"), status.get("peak_rss_mb"))
     if locomo_data is not None:
+        log(f"English LoCoMo on the same worker: {locomo_data}")
         report.locomo_r10 = locomo_recall(client, locomo_data)
         status = client.get("/api/v1/status")
         report.peak_rss_mb = status.get("peak_rss_mb")
@@ -184,7 +186,7 @@ def run(args) -> int:
     lifecycle.start_background(data_dir, wait=120)
     try:
         client = WorkerClient(data_dir, timeout=300, autostart=False)
-        report = evaluate(client, locomo_data=getattr(args, "locomo", None))
+        report = evaluate(client, locomo_data=getattr(args, "locomo", None), log=lambda line: print(line, flush=True))
     finally:
         lifecycle.stop(data_dir)
     print(format_report(report), flush=True)
