@@ -168,10 +168,16 @@ def test_a_worker_that_does_not_start_is_reported(tmp_path):
     assert "worker.stderr.log" in out["systemMessage"]
 
 
-def test_a_reachable_worker_means_no_message(worker, tmp_path):
+def test_a_reachable_worker_means_no_message_but_dropped_events_are_told_once(worker, tmp_path):
     env = machine_env(tmp_path / "home", Path(NEWER).parent, worker.data_dir, MEMORY_ANCHOR_PYTHON="/bin/true")
     env["PATH"] = os.environ["PATH"]
     assert "systemMessage" not in session_start_output(env, "s1")
+    # While it was away the spool overflowed (spool.py leaves this count behind).
+    (worker.data_dir / spool.DROPPED_MARKER).write_text("42 100 1700000000\n")
+    message = session_start_output(env, "s2")["systemMessage"]
+    assert message == ("Memory Anchor is back on; the spool reached its 100 MB cap and its 42 oldest events "
+                       "were dropped while it was off.")  # fmt: skip
+    assert "systemMessage" not in session_start_output(env, "s3")
 
 
 # --- the spool's cap ----------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def build_environment(plugin_root: str, data_dir: str, env_dir: str) -> None:
         source = os.path.join(build, "memory-anchor")
         shutil.copytree(plugin_root, source, ignore=shutil.ignore_patterns(*_NOT_INSTALLED), symlinks=True)
         # --no-compile: byte-compiling every installed module (150 MB of .pyc, mostly never
-        # imported) is a third of the first run's time; Python compiles what it imports, once.
+        # imported) costs much of pip's CPU time; Python compiles what it imports, once.
         _run(
             [python, "-m", "pip", "install", "--upgrade", "--no-input", "--disable-pip-version-check", "--no-compile",
              source],
@@ -142,7 +142,7 @@ def explain(exc: BaseException) -> tuple[str, str]:
         )
     if "ensurepip" in output or "venv" in str(exc):
         return "a virtual environment could not be created", "install Python's venv module (e.g. python3-venv)"
-    return f"building its environment failed ({exc})", "see the log named below"
+    return f"building its environment failed ({exc})", "see logs/bootstrap.log in its data dir"
 
 
 def stop_worker(data_dir: str, python: str, pid: int) -> None:
