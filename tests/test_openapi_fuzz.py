@@ -82,7 +82,8 @@ def _schemathesis(worker, report: Path, *args: str) -> dict:
         "-n", str(EXAMPLES_PER_OPERATION), "--seed", "15", "--no-color", "--request-timeout", "60",
         "--report", "json", "--report-json-path", str(report), *args,
     ]  # fmt: skip
-    run = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    # cwd: schemathesis keeps a crash cache in ./.schemathesis; not in the checkout.
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=report.parent)
     assert report.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(report.read_text())
     result["output"] = run.stdout
