@@ -36,6 +36,7 @@ PATH_PARAMS: dict[str, dict[str, Any]] = {
     "approval_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "conflict_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "archive_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "quarantine_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "entity_type": {"type": "string", "enum": ["user", "agent", "app", "run"]},
 }
 

@@ -7,6 +7,7 @@ from aiohttp import web
 from memory_anchor import paths
 from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS, EventRefused, accepted_event
 from worker.api.middleware import read_json_object
+from worker.api.params import int_path
 from worker.capture import sanitize_event
 from worker.inbox import Arrival
 from worker.quarantine import Quarantine
@@ -65,26 +66,22 @@ async def inbox_status(request: web.Request) -> web.Response:
     )
 
 
-@routes.post("/api/v1/inbox/quarantine/{id}/retry")
+@routes.post("/api/v1/inbox/quarantine/{quarantine_id}/retry")
 async def retry_quarantined(request: web.Request) -> web.Response:
     """Put a quarantined item back in line (after fixing what made it fail)."""
     services = request.app["services"]
-    item = await services.run(Quarantine(services.db).retry, _item_id(request))
+    quarantine_id = int_path(request, "quarantine_id", "quarantine id")
+    item = await services.run(Quarantine(services.db).retry, quarantine_id)
     pipeline = request.app.get("pipeline")
     if pipeline is not None:
         pipeline.wake()
     return web.json_response(item)
 
 
-@routes.delete("/api/v1/inbox/quarantine/{id}")
+@routes.delete("/api/v1/inbox/quarantine/{quarantine_id}")
 async def drop_quarantined(request: web.Request) -> web.Response:
     """Discard a quarantined item for good."""
     services = request.app["services"]
-    return web.json_response(await services.run(Quarantine(services.db).drop, _item_id(request)))
+    quarantine_id = int_path(request, "quarantine_id", "quarantine id")
+    return web.json_response(await services.run(Quarantine(services.db).drop, quarantine_id))
 
-
-def _item_id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["id"])
-    except ValueError:
-        raise RecordError(f"quarantine id must be an integer, not {request.match_info['id']!r}")
