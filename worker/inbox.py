@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from memory_anchor.hookkit import spool as spool_lock
 from worker.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -211,10 +212,13 @@ class Inbox:
         if not spool.exists():
             return 0
         claimed = spool.with_name(f"{spool.name}.{os.getpid()}.{int(time.time() * 1000)}.ingesting")
+        lock_fd = spool_lock.hold_alone(str(spool))
         try:
             os.replace(spool, claimed)
         except FileNotFoundError:
             return 0
+        finally:
+            spool_lock.release(lock_fd)
         arrivals: list[Arrival] = []
         rejects: list[str] = []
         # Lines end with "\n" only: splitlines() would also cut at U+2028 or \x85 inside a JSON string.

@@ -138,6 +138,28 @@ def trim(spool_file: str, keep_bytes: int, cap: int) -> int:
             os.close(lock_fd)
 
 
+def hold_alone(spool_file: str, wait_seconds: float = 2.0) -> int | None:
+    """The spool lock held exclusively, for the worker's rename before it ingests: once it
+    holds it, no hook is between opening `spool.jsonl` and finishing its write, so no event
+    lands in a file already read. Appenders hold it for microseconds; after `wait_seconds`
+    the rename goes ahead unlocked (None), as it does where there is no flock."""
+    import time
+
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return _lock(spool_file, shared=False)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.005)
+
+
+def release(lock_fd: int | None) -> None:
+    if lock_fd is not None:
+        os.close(lock_fd)
+
+
 def _lock(spool_file: str, shared: bool) -> int | None:
     """Appenders share `spool.jsonl.lock`, a trimmer holds it alone: no event is written into
     a file the trimmer has already read. None where there is no flock (Windows)."""
