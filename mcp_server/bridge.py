@@ -308,4 +308,11 @@ class Bridge:
 
 
 def main() -> int:
+    import _signal  # `signal` would import enum: milliseconds at every session start
+
+    # Claude Code ends a server with SIGINT at the end of a session and waits for it to exit:
+    # nothing here needs cleaning up (the worker sees the stream close), so leave at once.
+    for name in ("SIGINT", "SIGTERM"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), lambda signum, frame: os._exit(0))
     return Bridge(data_dir(), sys.stdin.buffer, sys.stdout.buffer).run()
