@@ -177,14 +177,14 @@ class Bridge:
         worker_log = paths.data_file(os.path.join(paths.LOGS, paths.WORKER_LOG), self.data_dir)
         raise BridgeError(f"the Memory Anchor worker is not reachable ({last_error}); see {worker_log}")
 
-    def reconnect(self, wait: float) -> Connection:
-        """Connect, and bring a new server session up to where the client's session is."""
+    def reconnect(self, wait: float, *, replay: bool, current: bytes = b"") -> Connection:
+        """Connect, and (`replay`) bring a new server session up to where the client's session is."""
         connection = self.connect(wait)
-        if self.initialize is not None:
+        if replay and self.initialize is not None:
             self.replays += 1
-            replay = dict(self.initialize, id=f"{REPLAY_ID_PREFIX}{self.replays}")
-            connection.send(json.dumps(replay).encode("utf-8"))
-            if self.initialized is not None:
+            again = dict(self.initialize, id=f"{REPLAY_ID_PREFIX}{self.replays}")
+            connection.send(json.dumps(again).encode("utf-8"))
+            if self.initialized is not None and self.initialized is not current:  # current: sent next
                 connection.send(self.initialized)
         with self.lock:
             self.connection = connection
@@ -259,7 +259,8 @@ class Bridge:
         except ValueError:
             message = None
         is_request = isinstance(message, dict) and "method" in message and "id" in message
-        if isinstance(message, dict) and message.get("method") == "initialize" and is_request:
+        is_initialize = is_request and message.get("method") == "initialize"
+        if is_initialize:
             self.initialize = message
         elif isinstance(message, dict) and message.get("method") == "notifications/initialized":
             self.initialized = line
@@ -267,9 +268,9 @@ class Bridge:
         for _attempt in (1, 2):
             connection = self.connection
             if connection is None:
-                wait = FIRST_CONNECT_WAIT if self.initialize is None or message is self.initialize else RECONNECT_WAIT
+                wait = FIRST_CONNECT_WAIT if is_initialize else RECONNECT_WAIT
                 try:
-                    connection = self.reconnect(wait)
+                    connection = self.reconnect(wait, replay=not is_initialize, current=line)
                 except (BridgeError, OSError) as exc:  # OSError: the worker went away during the replay
                     if key is not None:
                         with self.lock:
@@ -308,4 +309,11 @@ class Bridge:
 
 
 def main() -> int:
+    import _signal  # `signal` would import enum: milliseconds at every session start
+
+    # Claude Code ends a server with SIGINT at the end of a session and waits for it to exit:
+    # nothing here needs cleaning up (the worker sees the stream close), so leave at once.
+    for name in ("SIGINT", "SIGTERM"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), lambda signum, frame: os._exit(0))
     return Bridge(data_dir(), sys.stdin.buffer, sys.stdout.buffer).run()

@@ -94,6 +94,8 @@ def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge:
     verdict = "ok" if ratio <= TARGETS["ratio"] else "over target"
     print(f"  ratio           {ratio:.2f}   (target <= {TARGETS['ratio']}: {verdict}; "
           f"{with_ - without:+.2f} s per session)")  # fmt: skip
+    paired = statistics.median(w - o for w, o in zip(times["with"], times["without"]))
+    print(f"  paired          {paired:+.2f} s per session   (median of each round's difference: steadier on a busy machine)")
     if bridge.peak_kb:
         mb = bridge.peak_kb / 1024
         verdict = "ok" if mb <= TARGETS["bridge_rss_mb"] else "over target"

@@ -81,8 +81,8 @@ class ScriptedModel:
             last = last_tool_use(request) if after else None
             if last in (None, "Bash"):
                 if MCP_PREFIX + "search" not in tools:
-                    # Claude Code `-p` sends the first request before MCP servers have connected
-                    # (seconds: the `mcp` SDK is slow to import); a model can only wait for the tool.
+                    # Claude Code `-p` may send the first request before MCP servers have connected
+                    # (a worker that is still starting); a model can only wait for the tool.
                     return tool_use_reply("Bash", {"command": "sleep 1", "description": "Wait for tools"})
                 return tool_use_reply(MCP_PREFIX + "search", {"query": f"echo {self.marker}", "limit": 5})
             if last == MCP_PREFIX + "search":
