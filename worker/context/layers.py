@@ -57,10 +57,15 @@ def active_facts(request: ContextRequest, limit: int = 80) -> list[dict[str, Any
 
 def standing_facts(conn, view, project: str | None, limit: int = 300) -> list[dict[str, Any]]:
     """Active rules and decisions of a project, newest first (one indexed query, no search)."""
+    return facts_of_types(conn, view, project, STANDING, limit)
+
+
+def facts_of_types(conn, view, project: str | None, types, limit: int = 300) -> list[dict[str, Any]]:
+    """Active facts of the given categories, newest first."""
     from worker.memory.facts import decorate
     from worker.store.records import Records
 
-    filters: dict[str, Any] = {"kind": "fact", "type": list(STANDING)}
+    filters: dict[str, Any] = {"kind": "fact", "type": list(types)}
     if project is not None:
         filters["project"] = project
     rows, _ = Records.query(conn, view, filters=filters, statuses=("active",), limit=limit)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from worker.context.layers import active_facts, when
+from worker.context.layers import facts_of_types, when
 from worker.context.model import ContextRequest, Section
 from worker.text import clip, line_key
 from worker.memory.cues import terms
@@ -54,7 +54,7 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     page = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=OUTCOME_SESSIONS)
     if not page:
         return None
-    known = [f["text"] for f in active_facts(request) if f.get("type") == "bugfix"]
+    known = [f["text"] for f in facts_of_types(conn, view, request.project, ("bugfix",), limit=100)]
     lines = [outcome_line(r, known) for r in page]
     return Section("summaries", "Last sessions (asked · done · root cause · next)", lines, share=0.3)
 
