@@ -151,7 +151,8 @@ def test_sigkill_mid_stream_loses_no_acknowledged_event(tmp_path):
     threads = [threading.Thread(target=fire, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
-    time.sleep(1.5)
+    # Kill it mid-stream, once many events are in (however slow the machine is).
+    wait_for(lambda: len(acknowledged) > 60, timeout=120, what="events acknowledged before the kill")
     worker.process.send_signal(signal.SIGKILL)
     worker.process.wait(10)
     stop.set()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -91,42 +91,63 @@ def test_accept_many_keeps_the_dedup_rules_within_one_batch(tmp_path: Path):
         assert [dup for _, dup in results] == [False, True, False, True, False, True]
         assert results[1][0] == results[0][0] and results[3][0] == results[2][0] and results[5][0] == results[4][0]
         assert inbox.accept(tool) == (results[0][0], True)  # across batches too
-        assert inbox.counts() == {"pending": 3}
+        assert inbox.counts() == {"pending": 3, "quarantined": 0}
     finally:
         db.close()
+
+
+class VirtualClock:
+    """Time that moves only when the pipeline sleeps: the test cannot depend on how busy the machine is.
+
+    Kept in whole milliseconds, so every sleep moves it forward.
+    """
+
+    def __init__(self):
+        self.ms = 0
+        self.on_tick = lambda: None
+
+    def monotonic(self) -> float:
+        return self.ms / 1000
+
+    async def sleep(self, seconds: float) -> None:
+        end = self.ms + max(1, math.ceil(seconds * 1000 - 1e-6))
+        while self.ms < end:  # hook events keep arriving while the pipeline sleeps
+            self.ms = min(end, self.ms + 10)
+            self.on_tick()
 
 
 @pytest.fixture
 def quick_pipeline(monkeypatch):
     monkeypatch.setattr(pipeline_module, "CAPTURE_QUIET", 0.05)
     monkeypatch.setattr(pipeline_module, "CAPTURE_MAX_DEFER", 0.6)
-    return Pipeline(SimpleNamespace(inbox=None))
+    pipeline = Pipeline(SimpleNamespace(inbox=None))
+    clock = VirtualClock()
+    monkeypatch.setattr(pipeline_module, "time", clock)
+    monkeypatch.setattr(pipeline_module, "asyncio", SimpleNamespace(sleep=clock.sleep))
+    pipeline.clock = clock
+    return pipeline
 
 
 def wait_during_stream(pipeline: Pipeline, stream_seconds: float) -> float:
     """How long the pipeline holds back while hook events arrive every 10 ms for `stream_seconds`."""
+    clock = pipeline.clock
+    stream_end = clock.ms + stream_seconds * 1000
 
-    async def post_events():
-        end = time.monotonic() + stream_seconds
-        while time.monotonic() < end:
+    def tick():
+        if clock.ms < stream_end:
             pipeline.captured()
-            await asyncio.sleep(0.01)
 
-    async def scenario():
-        stream = asyncio.ensure_future(post_events())
-        await asyncio.sleep(0.02)
-        start = time.monotonic()
-        await pipeline._yield_to_capture()
-        waited = time.monotonic() - start
-        stream.cancel()
-        return waited
-
-    return asyncio.run(scenario())
+    clock.on_tick = tick
+    pipeline.captured()
+    start = clock.ms
+    asyncio.run(pipeline._yield_to_capture())
+    return (clock.ms - start) / 1000
 
 
 def test_the_pipeline_waits_for_a_pause_in_captured_events(quick_pipeline):
-    assert 0.2 <= wait_during_stream(quick_pipeline, 0.25) < 0.55  # the pause, not the whole deferral
+    # the last event (within 10 ms of the stream's end) plus one quiet period, not the whole deferral
+    assert 0.25 - 0.01 + 0.05 <= wait_during_stream(quick_pipeline, 0.25) <= 0.25 + 0.05 + 0.002
 
 
 def test_a_steady_stream_still_lets_the_pipeline_run(quick_pipeline):
-    assert 0.55 <= wait_during_stream(quick_pipeline, 1.5) < 1.0  # CAPTURE_MAX_DEFER, then it runs anyway
+    assert abs(wait_during_stream(quick_pipeline, 1.5) - 0.6) < 0.011  # CAPTURE_MAX_DEFER, then it runs anyway
