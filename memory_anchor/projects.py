@@ -15,7 +15,7 @@ def project_for_cwd(cwd: str | None) -> str:
     """The git root above `cwd` (a `.git` dir or file), else `cwd` itself, else ''."""
     if not cwd:
         return ""
-    path = os.path.expanduser(str(cwd))
+    path = os.path.expanduser(os.fspath(cwd))  # a list or a number is a TypeError: such an event is quarantined
     try:
         path = os.path.realpath(path)
         candidate = path
