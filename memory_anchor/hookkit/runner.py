@@ -219,27 +219,29 @@ def session_start(hook: Hook) -> None:
     if hook.worker_reachable:
         data = hook.get_json("GET", target, b"", CONTEXT_TIMEOUT)
         context = data.get("context") if data else None
-    if isinstance(context, str):  # the usual case: no need for the cache's path
-        if context.strip():
-            emit_context("SessionStart", context)
-        return
-    cache = str(context_cache_path(hook.data_dir, project))
-    if not hook.worker_reachable and not os.path.exists(cache) and launcher.worker_python(root, hook.data_dir) is not None:
-        # We just asked for a worker and have nothing cached: give it a moment.
-        deadline = time.monotonic() + NEW_WORKER_WAIT
-        while context is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            hook.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, hook.data_dir))
-            data = hook.get_json("GET", target, b"", max(0.1, deadline - time.monotonic()))
-            context = data.get("context") if data else None
-            hook.worker_reachable = data is not None
-    if not isinstance(context, str):
-        try:
-            with open(cache, encoding="utf-8") as handle:
-                context = handle.read()
-        except OSError:
-            context = None
-    notice = memory_notice(hook, root)
+    answered = isinstance(context, str)
+    if not answered:  # the unusual case: only now is the cache's path worth its imports
+        cache = str(context_cache_path(hook.data_dir, project))
+        if not hook.worker_reachable and not os.path.exists(cache) and launcher.worker_python(root, hook.data_dir) is not None:
+            # We just asked for a worker and have nothing cached: give it a moment.
+            deadline = time.monotonic() + NEW_WORKER_WAIT
+            while context is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+                hook.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, hook.data_dir))
+                data = hook.get_json("GET", target, b"", max(0.1, deadline - time.monotonic()))
+                context = data.get("context") if data else None
+                hook.worker_reachable = data is not None
+        if not isinstance(context, str):
+            try:
+                with open(cache, encoding="utf-8") as handle:
+                    context = handle.read()
+            except OSError:
+                context = None
+    # A worker that answered leaves one thing to tell: that the spool overflowed while it was away.
+    if answered and not os.path.exists(paths.data_file(spool.DROPPED_MARKER, hook.data_dir)):
+        notice = None
+    else:
+        notice = memory_notice(hook, root)
     if notice is not None:
         log(hook.data_dir, hook.event, f"told the user: {notice[0]}")
         context = "\n\n".join(part for part in (context if isinstance(context, str) else "", notice[1]) if part.strip())
