@@ -83,7 +83,7 @@ def test_a_full_disk_gives_507_storage_full_and_loses_nothing(small_fs: Path):
 
         # The API's writes answer the same way.
         status, body = worker.request("POST", "/api/v1/memories", {"content": "m " + "y" * 50_000, "infer": False})
-        assert (status, body["error"]["code"]) == (507, "storage_full"), body
+        assert (status, body["error"]["code"]) == (507, "storage_full"), (body, worker_log_tail(data_dir))
         # The log says what happened (the reserve the worker freed made room for the line).
         log_text = (data_dir / "logs" / "worker.log").read_text()
         assert "disk full" in log_text and "507 storage_full" in log_text
@@ -152,3 +152,11 @@ def test_the_guard_frees_its_reserve_logs_once_and_notices_recovery(tmp_path: Pa
         assert guard.check_recovered()  # this tmp dir has room
     assert guard.reserve.exists() and guard.full_since is None
     assert "disk space is back" in json.dumps([r.getMessage() for r in caplog.records])
+
+
+def worker_log_tail(data_dir: Path, lines: int = 40) -> str:
+    """What the worker said last: the reason a write was not recognised as a full disk."""
+    try:
+        return "\n".join((data_dir / "logs" / "worker.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(no worker log: {exc})"

@@ -18,7 +18,6 @@ from memory_anchor.projects import is_excluded, project_for_cwd
 from worker import heap
 from worker.inbox import InboxEvent
 from worker.sessions import Sessions
-from worker.store.disk import is_storage_full
 from worker.store.records import Records
 
 log = logging.getLogger(__name__)
@@ -77,7 +76,7 @@ class Pipeline:
             try:
                 worked = await self.services.run_background(self.drain_once)
             except Exception as exc:
-                if is_storage_full(exc):  # one line a minute, not a traceback a second
+                if self.services.disk.explains(exc):  # one line a minute, not a traceback a second
                     self.services.disk.report(exc, "processing captured events")
                 else:
                     log.exception("pipeline pass failed; retrying shortly")

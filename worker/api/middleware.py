@@ -9,7 +9,6 @@ import logging
 from aiohttp import web
 from pydantic import ValidationError
 
-from worker.store.disk import is_storage_full
 from worker.store.records import RecordError
 
 log = logging.getLogger(__name__)
@@ -62,7 +61,7 @@ async def error_middleware(request: web.Request, handler):
     except json.JSONDecodeError as exc:
         return error_response(400, "invalid_json", f"request body is not valid JSON: {exc.msg}")
     except Exception as exc:
-        if is_storage_full(exc):
+        if request.app["services"].disk.explains(exc):
             request.app["services"].disk.report(exc, f"{request.method} {request.path}")
             return error_response(
                 507, "storage_full", "the disk holding Memory Anchor's data is full: free some space and "

@@ -89,6 +89,12 @@ class DiskGuard:
             self.data_dir, _human(self.free_bytes()), where, exc,
         )  # fmt: skip
 
+    def explains(self, exc: BaseException) -> bool:
+        """Whether a failure is the full disk's doing: the error says so, or next to no room is
+        left. The second matters because libraries do not always say it: Chroma, failing to open
+        on a full disk, ends in an AttributeError from its own clean-up."""
+        return is_storage_full(exc) or self.free_bytes() < 4 * RESERVE_BYTES
+
     def check_recovered(self) -> bool:
         """After a full disk: True (and a log line, and the reserve back) once there is room again."""
         if self.full_since is None or self.free_bytes() < 4 * RESERVE_BYTES:
