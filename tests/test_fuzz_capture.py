@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_anchor import paths
+from memory_anchor.hookkit import spool as hook_spool
 from memory_anchor.hookkit.fields import FIELD_TYPES, MAX_DEPTH, json_type
 from memory_anchor.schemas.events import EVENT_ID_HEADER, HOOK_EVENTS
 from tests.conftest import tool_use_event, wait_for
@@ -39,6 +40,7 @@ BATCHES = 36
 BATCH_SIZE = 60  # 36 x 60 = 2,160 generated events
 SPOOL_BATCHES = 15
 SPOOL_LINES = 40
+NO_CAP = 1 << 40  # the spool test appends without the hooks' size cap
 
 ODD = ["\x00", "\u2028", "\u2029", "\x85", "\ud800", "\udfff", "\ufeff", "\u202e", "\U0001f600", "\x1b[31m", "\r", "\n"]
 odd_text = st.lists(st.sampled_from(ODD) | st.text(max_size=8), max_size=8).map("".join)
@@ -251,8 +253,9 @@ def test_torn_and_malformed_spool_lines_are_kept_aside_and_the_rest_ingested(sha
     @given(st.lists(spool_lines(), min_size=SPOOL_LINES, max_size=SPOOL_LINES))
     def one_spool(lines):
         before = len(rejected.read_bytes().split(b"\n")) - 1 if rejected.exists() else 0
-        with open(spool, "ab") as handle:  # as hooks do: appended lines, the last one maybe torn mid-write
-            handle.write(b"\n".join(line for _, line in lines) + b"\n")
+        # Appended as hooks append (under the spool's shared lock, so the worker never takes the
+        # file half-written); the torn lines are torn in the data itself.
+        hook_spool.append(str(spool), b"\n".join(line for _, line in lines) + b"\n", cap=NO_CAP)
         ingested = lambda: not spool.exists() and not list(spool.parent.glob(f"{spool.name}.*.ingesting"))  # noqa: E731
         wait_for(ingested, timeout=90, what="spool ingested")  # by the pipeline or...
         worker.post("/api/v1/spool/ingest", {})  # ...on request: either way, once
