@@ -19,14 +19,13 @@ already loaded and serves every session.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 
 from memory_anchor import paths
-from memory_anchor.hookkit import wire
+from memory_anchor.hookkit import jsonlite, wire
 
 # Claude Code may not pass CLAUDE_PLUGIN_DATA to MCP servers; .mcp.json forwards it under this name.
 PLUGIN_DATA_VAR = "MEMORY_ANCHOR_PLUGIN_DATA"
@@ -87,7 +86,7 @@ class Connection:
             sock.close()
             raise
         try:
-            answer = json.loads(welcome or b"null")
+            answer = jsonlite.loads(welcome or b"null")
         except ValueError:
             answer = None
         if not isinstance(answer, dict) or answer.get("ok") is not True:
@@ -135,7 +134,7 @@ class Bridge:
 
     def hello(self, info: wire.WorkerInfo) -> bytes:
         env = os.environ
-        return json.dumps({
+        return jsonlite.dumps({  # ASCII: a cwd may hold undecodable bytes (surrogates)
             "protocol": 1,
             "token": info.token,
             "cwd": os.getcwd(),
@@ -144,7 +143,7 @@ class Bridge:
             "branch": env.get("MEMORY_ANCHOR_BRANCH", "").strip(),
             "agent_id": env.get("MEMORY_ANCHOR_AGENT_ID", "").strip(),
             "agent": env.get("MEMORY_ANCHOR_AGENT", "").strip(),
-        }).encode("utf-8") + b"\n"  # fmt: skip
+        }, ascii_only=True).encode("utf-8") + b"\n"  # fmt: skip
 
     def connect(self, wait: float) -> Connection:
         """A connection to the worker, starting it if it is down; BridgeError after `wait` seconds."""
@@ -183,7 +182,7 @@ class Bridge:
         if replay and self.initialize is not None:
             self.replays += 1
             again = dict(self.initialize, id=f"{REPLAY_ID_PREFIX}{self.replays}")
-            connection.send(json.dumps(again).encode("utf-8"))
+            connection.send(jsonlite.dumps(again, ascii_only=True).encode("utf-8"))
             if self.initialized is not None and self.initialized is not current:  # current: sent next
                 connection.send(self.initialized)
         with self.lock:
@@ -208,13 +207,13 @@ class Bridge:
                 continue
             key = None
             try:
-                message = json.loads(line)
+                message = jsonlite.loads(line)
             except ValueError:
                 message = None
             if isinstance(message, dict) and "id" in message and "method" not in message:
                 if str(message["id"]).startswith(REPLAY_ID_PREFIX):
                     continue  # the answer to a replayed initialize: the client has its own
-                key = json.dumps(message["id"])
+                key = jsonlite.dumps(message["id"], ascii_only=True)
             with self.lock:
                 if key is not None and self.pending.pop(key, None) is None:
                     continue  # answered already (timed out): the client must not get two answers
@@ -249,13 +248,13 @@ class Bridge:
         self.stdout.flush()
 
     def write_error(self, key: str, code: int, message: str) -> None:
-        answer = {"jsonrpc": "2.0", "id": json.loads(key), "error": {"code": code, "message": message}}
-        self.write(json.dumps(answer).encode("utf-8"))
+        answer = {"jsonrpc": "2.0", "id": jsonlite.loads(key), "error": {"code": code, "message": message}}
+        self.write(jsonlite.dumps(answer, ascii_only=True).encode("utf-8"))
 
     def forward(self, line: bytes) -> None:
         """Claude Code → worker: one message, reconnecting once if the stream is gone."""
         try:
-            message = json.loads(line)
+            message = jsonlite.loads(line)
         except ValueError:
             message = None
         is_request = isinstance(message, dict) and "method" in message and "id" in message
@@ -264,7 +263,7 @@ class Bridge:
             self.initialize = message
         elif isinstance(message, dict) and message.get("method") == "notifications/initialized":
             self.initialized = line
-        key = json.dumps(message["id"]) if is_request else None
+        key = jsonlite.dumps(message["id"], ascii_only=True) if is_request else None
         for _attempt in (1, 2):
             connection = self.connection
             if connection is None:

@@ -18,7 +18,7 @@ import sys
 import time
 
 from memory_anchor import paths
-from memory_anchor.hookkit import spool, wire
+from memory_anchor.hookkit import jsonlite, spool, wire
 
 # Seconds. A hook never waits longer than these for the worker (hooks.json's
 # timeouts are a last resort, far above them).
@@ -76,12 +76,10 @@ class Hook:
 
     @property
     def payload(self) -> dict:
-        """The parsed payload, for the events that need fields of it (json is imported lazily)."""
+        """The parsed payload, for the events that need fields of it (parsed once, on first use)."""
         if self._payload is None:
-            import json
-
             try:
-                parsed = json.loads(self.raw.decode("utf-8", "replace"))
+                parsed = jsonlite.loads(self.raw.decode("utf-8", "replace"))
             except ValueError:
                 parsed = None
             self._payload = parsed if isinstance(parsed, dict) else {}
@@ -89,21 +87,35 @@ class Hook:
 
     def deliver(self) -> None:
         """POST the event; on any failure keep it in the spool (and get a worker going)."""
+        self.finish_delivery(self.send_event())
+
+    def send_event(self) -> wire.Pending | None:
+        """Send the event without waiting for the answer; None when the worker cannot be reached."""
+        if self.info is None:
+            return None
+        headers = {EVENT_ID_HEADER: self.event_id}
+        if self.branch:
+            headers[BRANCH_HEADER] = self.branch
+        if self.agent_id:
+            headers[AGENT_HEADER] = self.agent_id
+        try:
+            pending = wire.send(self.info, "POST", "/api/v1/events", self.raw, headers, EVENT_TIMEOUT)
+        except OSError as exc:
+            log(self.data_dir, self.event, f"worker unreachable: {exc!r}")
+            return None
+        self.worker_reachable = True
+        return pending
+
+    def finish_delivery(self, pending: wire.Pending | None) -> None:
+        """Read the worker's answer to the event; if it did not take it, spool it (and get a worker going)."""
         status = None
-        if self.info is not None:
-            headers = {EVENT_ID_HEADER: self.event_id}
-            if self.branch:
-                headers[BRANCH_HEADER] = self.branch
-            if self.agent_id:
-                headers[AGENT_HEADER] = self.agent_id
+        if pending is not None:
             try:
-                status = wire.exchange(
-                    self.info, "POST", "/api/v1/events", self.raw, headers, EVENT_TIMEOUT, want_body=False
-                ).status
+                status = pending.response(want_body=False).status
             except OSError as exc:
                 log(self.data_dir, self.event, f"worker unreachable: {exc!r}")
+        self.worker_reachable = status is not None
         if status is not None:
-            self.worker_reachable = True
             if 200 <= status < 300:
                 return
             if status == 400:
@@ -142,8 +154,6 @@ class Hook:
         """A JSON object from the worker, or None (unreachable, error status, bad body)."""
         if self.info is None:
             return None
-        import json
-
         try:
             response = wire.exchange(self.info, method, target, body, timeout=timeout)
         except OSError as exc:
@@ -153,7 +163,7 @@ class Hook:
             log(self.data_dir, self.event, f"{method} {target.split('?')[0]} answered {response.status}")
             return None
         try:
-            data = json.loads(response.body.decode("utf-8", "replace"))
+            data = jsonlite.loads(response.body.decode("utf-8", "replace"))
         except ValueError:
             return None
         return data if isinstance(data, dict) else None
@@ -167,12 +177,10 @@ class Hook:
 
 def emit_context(event: str, context: str, user_message: str | None = None) -> None:
     """Print the hook's JSON output: context for Claude, and optionally one line for the user."""
-    import json
-
     output: dict = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     if user_message:
         output["systemMessage"] = user_message
-    sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    sys.stdout.write(jsonlite.dumps(output) + "\n")
     sys.stdout.flush()
 
 
@@ -254,18 +262,17 @@ def user_prompt_submit(hook: Hook) -> None:
     """Add the few memories relevant to this prompt; silent when none match."""
     if not hook.worker_reachable:
         return
-    import json
-
     prompt = hook.payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return
-    body = json.dumps(
+    body = jsonlite.dumps(
         {
             "prompt": prompt,
             "project": hook.project(),
             "session_id": hook.payload.get("session_id"),
             "cwd": hook.payload.get("cwd"),
-        }
+        },
+        ascii_only=True,
     ).encode("utf-8")
     data = hook.get_json("POST", "/api/v1/recall", body, RECALL_TIMEOUT)
     context = data.get("context") if data else None
@@ -274,6 +281,15 @@ def user_prompt_submit(hook: Hook) -> None:
 
 
 EXTRAS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit}
+
+
+def overlaps(event: str, hook: Hook) -> bool:
+    """Whether the event's extra may run while the worker is still taking the event.
+
+    Not for a resumed session: it may be a fork, whose branch the worker only
+    knows once it has processed this SessionStart, so the context waits for it.
+    """
+    return event != "SessionStart" or hook.payload.get("source") != "resume"
 
 
 def main(event: str) -> None:
@@ -285,10 +301,17 @@ def main(event: str) -> None:
         data_dir = paths.data_dir_str()
         raw = sys.stdin.buffer.read()
         hook = Hook(event, raw, data_dir)
-        hook.deliver()
         extra = EXTRAS.get(event)
-        if extra is not None:
-            extra(hook)
+        pending = hook.send_event()
+        if pending is not None and extra is not None and overlaps(event, hook):
+            try:  # ask for the context while the worker takes the event: two round trips at once
+                extra(hook)
+            finally:
+                hook.finish_delivery(pending)
+        else:
+            hook.finish_delivery(pending)  # an unreachable worker is started before `extra` waits for it
+            if extra is not None:
+                extra(hook)
     except BaseException:  # noqa: BLE001 - a hook must never surface an error in the session
         try:
             import traceback

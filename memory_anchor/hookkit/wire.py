@@ -145,6 +145,22 @@ def exchange(
     `want_body=False` returns as soon as the status line has arrived: a hook that
     only needs to know its event was accepted does not wait for the rest.
     """
+    return send(info, method, target, body, headers, timeout).response(want_body)
+
+
+def send(
+    info: WorkerInfo,
+    method: str,
+    target: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    timeout: float = 2.0,
+) -> Pending:
+    """Connect and send one request without waiting for the answer (`Pending.response` reads it).
+
+    A hook with a second question for the worker asks it meanwhile, so the two
+    round trips overlap. Raises OSError when the worker is unreachable.
+    """
     family = _socket.AF_INET6 if ":" in info.host else _socket.AF_INET
     host = "127.0.0.1" if info.host == "localhost" else info.host
     lines = [
@@ -167,36 +183,54 @@ def exchange(
         sock.settimeout(timeout)
         sock.connect((host, info.port))
         sock.sendall(request)
-        received = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
-            if not want_body and b"\r\n" in received:
-                break
-            head_end = received.find(b"\r\n\r\n")
-            if head_end >= 0:
-                length = _content_length(received[:head_end])
-                if length is not None and len(received) - head_end - 4 >= length:
-                    break
-    finally:
+    except BaseException:
         sock.close()
+        raise
+    return Pending(sock, f"{host}:{info.port}")
 
-    status_line, _, rest = received.partition(b"\r\n")
-    parts = status_line.split()
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
-        raise ConnectionError(f"not an HTTP response from {host}:{info.port}")
-    status = int(parts[1])
-    if not want_body:
-        return Response(status, b"")
-    head, _, payload = rest.partition(b"\r\n\r\n")
-    length = _content_length(b"\r\n" + head)
-    if length is not None:
-        payload = payload[:length]
-    elif b"transfer-encoding: chunked" in head.lower():
-        payload = _decode_chunked(payload)
-    return Response(status, payload)
+
+class Pending:
+    """A request sent on its own connection, its answer not read yet."""
+
+    __slots__ = ("sock", "address")
+
+    def __init__(self, sock, address: str):
+        self.sock = sock
+        self.address = address
+
+    def response(self, want_body: bool = True) -> Response:
+        """Read the answer (up to the status line only, unless `want_body`) and close; OSError on failure."""
+        received = b""
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+                if not want_body and b"\r\n" in received:
+                    break
+                head_end = received.find(b"\r\n\r\n")
+                if head_end >= 0:
+                    length = _content_length(received[:head_end])
+                    if length is not None and len(received) - head_end - 4 >= length:
+                        break
+        finally:
+            self.sock.close()
+
+        status_line, _, rest = received.partition(b"\r\n")
+        parts = status_line.split()
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise ConnectionError(f"not an HTTP response from {self.address}")
+        status = int(parts[1])
+        if not want_body:
+            return Response(status, b"")
+        head, _, payload = rest.partition(b"\r\n\r\n")
+        length = _content_length(b"\r\n" + head)
+        if length is not None:
+            payload = payload[:length]
+        elif b"transfer-encoding: chunked" in head.lower():
+            payload = _decode_chunked(payload)
+        return Response(status, payload)
 
 
 def _content_length(head: bytes) -> int | None:
