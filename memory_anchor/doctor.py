@@ -156,7 +156,7 @@ def check_worker(report: Report, root: str, data_dir: str, python: str | None) -
         report.problem("worker", "no worker has run with this data dir yet", start)
         return False
     try:
-        response = wire.exchange(info, "GET", "/api/health", timeout=3.0)
+        response = wire.send(info, "GET", "/api/health", timeout=3.0).response()
     except OSError as exc:
         last = _tail(stderr_log) or _tail(paths.data_file(os.path.join(paths.LOGS, paths.WORKER_LOG), data_dir))
         report.problem(

@@ -7,6 +7,7 @@ anything slow at module level (json, socket, subprocess, pathlib, typing,
 urllib, uuid): those are imported inside the functions of the slow paths.
 
 - `wire.py`      worker.json and a raw-socket HTTP/1.1 exchange with the worker
+- `jsonlite.py`  JSON through CPython's `_json` (the `json` package costs a hook more than its work)
 - `spool.py`     append an undelivered event to spool.jsonl
 - `launcher.py`  start the worker (or the environment bootstrap) in the background
 - `bootstrap.py` build/upgrade the plugin's Python environment (a detached process)

@@ -155,7 +155,7 @@ class Hook:
         if self.info is None:
             return None
         try:
-            response = wire.exchange(self.info, method, target, body, timeout=timeout)
+            response = wire.send(self.info, method, target, body, timeout=timeout).response()
         except OSError as exc:
             log(self.data_dir, self.event, f"{method} {target.split('?')[0]} failed: {exc!r}")
             return None

@@ -131,23 +131,6 @@ def _decode_chunked(data: bytes) -> bytes:
     return out
 
 
-def exchange(
-    info: WorkerInfo,
-    method: str,
-    target: str,
-    body: bytes = b"",
-    headers: dict[str, str] | None = None,
-    timeout: float = 2.0,
-    want_body: bool = True,
-) -> Response:
-    """Send one request and read the response; raises OSError when the worker is unreachable.
-
-    `want_body=False` returns as soon as the status line has arrived: a hook that
-    only needs to know its event was accepted does not wait for the rest.
-    """
-    return send(info, method, target, body, headers, timeout).response(want_body)
-
-
 def send(
     info: WorkerInfo,
     method: str,
@@ -156,10 +139,10 @@ def send(
     headers: dict[str, str] | None = None,
     timeout: float = 2.0,
 ) -> Pending:
-    """Connect and send one request without waiting for the answer (`Pending.response` reads it).
+    """Connect and send one request; `.response()` reads the answer. OSError when the worker is unreachable.
 
-    A hook with a second question for the worker asks it meanwhile, so the two
-    round trips overlap. Raises OSError when the worker is unreachable.
+    The two steps are apart so that a hook with a second question for the
+    worker asks it meanwhile, and the two round trips overlap.
     """
     family = _socket.AF_INET6 if ":" in info.host else _socket.AF_INET
     host = "127.0.0.1" if info.host == "localhost" else info.host
@@ -199,7 +182,11 @@ class Pending:
         self.address = address
 
     def response(self, want_body: bool = True) -> Response:
-        """Read the answer (up to the status line only, unless `want_body`) and close; OSError on failure."""
+        """Read the answer and close; OSError on failure.
+
+        `want_body=False` returns as soon as the status line has arrived: a hook that
+        only needs to know its event was accepted does not wait for the rest.
+        """
         received = b""
         try:
             while True:
