@@ -9,6 +9,7 @@ one line with a count and the last time.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -59,6 +60,7 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     return Section("summaries", "Last sessions (asked · done · root cause · next)", lines, share=0.3)
 
 
+@functools.lru_cache(maxsize=4096)  # every SessionStart re-reads the same recent observations
 def _adds(detail: str, title: str) -> bool:
     """Does `detail` say anything `title` does not (beyond numbers and timings)?"""
     new = terms(detail) - terms(title)
