@@ -49,9 +49,14 @@ def _not_blank(value: str) -> str:
     return value
 
 
+# "Has a character that is not whitespace", as a JSON Schema (ECMA 262) pattern that agrees
+# with Python's str.strip(): ECMA's \s lacks the separators \x1c-\x1f and NEL (\x85), which
+# Python counts as whitespace.
+NOT_BLANK_PATTERN = r"[^\s\x1c-\x1f\x85]"
+
 # A string with something besides whitespace in it: the document says so with a pattern,
 # the model with a clear "must not be blank".
-NonBlank = Annotated[str, AfterValidator(_not_blank), Field(json_schema_extra={"pattern": r"\S"})]
+NonBlank = Annotated[str, AfterValidator(_not_blank), Field(json_schema_extra={"pattern": NOT_BLANK_PATTERN})]
 
 
 def documented(*, required: tuple[str, ...] = (), any_of: list[dict[str, Any]] | None = None):

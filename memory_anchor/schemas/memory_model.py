@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memory_anchor.schemas.common import NonBlank, documented
+from memory_anchor.schemas.common import NOT_BLANK_PATTERN, NonBlank, documented
 from memory_anchor.schemas.filters import AsOf, Timestamp
 
 # --- layers -------------------------------------------------------------------
@@ -104,7 +104,7 @@ class IdentityAdd(IdentityWrite):
     content: NonBlank = Field(max_length=1000)
 
 
-_CONTENT = {"type": "string", "pattern": "\\S"}
+_CONTENT = {"type": "string", "pattern": NOT_BLANK_PATTERN}
 
 
 class IdentityEdit(IdentityWrite):
