@@ -19,7 +19,8 @@ TIME_RANGE = (-62135596800, 253402300799)
 _TIME = {
     "anyOf": [
         {"type": "number", "minimum": TIME_RANGE[0], "maximum": TIME_RANGE[1]},
-        {"type": "string", "format": "date-time"},
+        # The first and the last day are left out: with a UTC offset they can fall outside the range.
+        {"type": "string", "format": "date-time", "pattern": "^(?!0001-01-01|9999-12-31)"},
     ],
     "description": "ISO 8601 or epoch seconds",
 }
