@@ -3,6 +3,7 @@
 Each handler's docstring is its description. Decorators document the rest:
 
     @request_model(Model)            # the JSON body (required=False: it may be omitted)
+    @request_content(type, {...})    # a body that is not JSON (its media type and schema)
     @query_param("page", {...})      # a query parameter and its constraints
     @response_model(Model)           # the success body (status=201, array=True when it is a list)
 
@@ -47,6 +48,17 @@ def request_model(model, *, required: bool = True):
     def mark(handler):
         handler.request_model = model
         handler.request_required = required
+        return handler
+
+    return mark
+
+
+def request_content(media_type: str, schema: dict[str, Any], description: str = ""):
+    """Declare a body that is not JSON (e.g. an export file), by its media type (for the docs)."""
+
+    def mark(handler):
+        handler.request_content = {"required": True, "content": {media_type: {"schema": schema}},
+                                   **({"description": description} if description else {})}  # fmt: skip
         return handler
 
     return mark
@@ -139,6 +151,8 @@ def _source(handler) -> str:
 
 
 def _body(handler, source: str, components: _Components) -> dict[str, Any] | None:
+    if hasattr(handler, "request_content"):
+        return handler.request_content
     model = getattr(handler, "request_model", None)
     required = getattr(handler, "request_required", True)
     if model is None:

@@ -1,10 +1,10 @@
-"""Records as they travel over the wire."""
+"""Records as they travel over the wire, and the field types wire models share."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class RecordOut(BaseModel):
@@ -41,3 +41,35 @@ class RecordOut(BaseModel):
 class ResultsPage(BaseModel):
     results: list[dict[str, Any]]
     total: int | None = None
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+# "Has a character that is not whitespace", as a JSON Schema (ECMA 262) pattern that agrees
+# with Python's str.strip(): ECMA's \s lacks the separators \x1c-\x1f and NEL (\x85), which
+# Python counts as whitespace.
+NOT_BLANK_PATTERN = r"[^\s\x1c-\x1f\x85]"
+
+# A string with something besides whitespace in it: the document says so with a pattern,
+# the model with a clear "must not be blank".
+NonBlank = Annotated[str, AfterValidator(_not_blank), Field(json_schema_extra={"pattern": NOT_BLANK_PATTERN})]
+
+
+def documented(*, required: tuple[str, ...] = (), any_of: list[dict[str, Any]] | None = None):
+    """A model's `json_schema_extra` for rules its fields cannot carry: fields that have a
+    default but are required in effect (the service refuses the default), and alternatives
+    (`anyOf`) that a model_validator or the service checks."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        for name in required:
+            schema["properties"][name].pop("default", None)
+            if name not in schema.setdefault("required", []):
+                schema["required"].append(name)
+        if any_of:
+            schema["anyOf"] = any_of
+
+    return extra

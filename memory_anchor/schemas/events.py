@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
     "SessionStart",
@@ -91,6 +91,11 @@ EVENT_MODELS: dict[str, type[HookEvent]] = {
     "Stop": StopEvent,
     "SessionEnd": SessionEndEvent,
 }
+
+
+class HookPayload(RootModel[Annotated[Union[tuple(EVENT_MODELS.values())], Field(discriminator="hook_event_name")]]):  # type: ignore[misc]
+    """`POST /api/v1/events`: one hook payload, its kind named by `hook_event_name`
+    (for the document; the handler checks it with accepted_event, which names the field)."""
 
 
 class EventRefused(ValueError):

@@ -11,13 +11,16 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
+from memory_anchor.schemas.common import NOT_BLANK_PATTERN
+
 _SCALAR = {"type": ["string", "number", "boolean"]}
 # Epoch seconds of 0001-01-01 and 9999-12-31T23:59:59: what ISO 8601 dates can say.
 TIME_RANGE = (-62135596800, 253402300799)
 _TIME = {
     "anyOf": [
         {"type": "number", "minimum": TIME_RANGE[0], "maximum": TIME_RANGE[1]},
-        {"type": "string", "format": "date-time"},
+        # The first and the last day are left out: with a UTC offset they can fall outside the range.
+        {"type": "string", "format": "date-time", "pattern": "^(?!0001-01-01|9999-12-31)"},
     ],
     "description": "ISO 8601 or epoch seconds",
 }
@@ -79,7 +82,7 @@ FILTER_DEFS: dict[str, Any] = {
             "agent_id, run_id, session_id, project, kind, layer, type, status, memory, created_at, "
             "updated_at, happened_at; any other name is a metadata key."
         ),
-        "propertyNames": {"pattern": "\\S"},
+        "propertyNames": {"pattern": NOT_BLANK_PATTERN},
         "properties": {
             "AND": {"$ref": "#/components/schemas/ConditionList"},
             "OR": {"$ref": "#/components/schemas/ConditionList"},
@@ -89,7 +92,7 @@ FILTER_DEFS: dict[str, Any] = {
             "happened_at": {"$ref": "#/components/schemas/TimeCondition"},
             "metadata": {
                 "type": "object",
-                "propertyNames": {"pattern": "\\S", "not": {"enum": ["AND", "OR", "NOT"]}},
+                "propertyNames": {"pattern": NOT_BLANK_PATTERN, "not": {"enum": ["AND", "OR", "NOT"]}},
                 "additionalProperties": {"$ref": "#/components/schemas/FieldCondition"},
             },
         },

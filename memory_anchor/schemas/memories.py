@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory_anchor.schemas.common import NOT_BLANK_PATTERN
 from memory_anchor.schemas.filters import AsOf, FilterObject, Timestamp, filters_field
 
 
@@ -22,12 +23,12 @@ class AddMemoryRequest(BaseModel):
         extra="forbid",
         json_schema_extra={"anyOf": [
             {"required": ["messages"], "properties": {"messages": {"type": "array"}}},
-            {"required": ["content"], "properties": {"content": {"type": "string"}}},
+            {"required": ["content"], "properties": {"content": {"type": "string", "pattern": NOT_BLANK_PATTERN}}},
         ]},  # fmt: skip
     )
 
     messages: list[Message] | None = Field(None, json_schema_extra={"minItems": 1})
-    content: str | None = Field(None, json_schema_extra={"pattern": "\\S"})
+    content: str | None = Field(None, json_schema_extra={"pattern": NOT_BLANK_PATTERN})
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None

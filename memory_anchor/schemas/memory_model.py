@@ -7,9 +7,12 @@ Layer names follow seed 002; the seed 003 names are accepted as aliases
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from memory_anchor.schemas.common import NOT_BLANK_PATTERN, NonBlank, documented
+from memory_anchor.schemas.filters import AsOf, Timestamp
 
 # --- layers -------------------------------------------------------------------
 
@@ -57,6 +60,17 @@ def normalize_layer(value: str) -> str:
     raise ValueError(f"unknown layer {value!r}; use one of {', '.join(LAYERS)} (or constitution/fact/session)")
 
 
+def layer_names(*layers: str) -> list[str]:
+    """The names and aliases that mean one of `layers` (what the document lists as valid)."""
+    return [*layers, *(alias for alias, layer in LAYER_ALIASES.items() if layer in layers)]
+
+
+# add_memory writes to these; search_memory searches these (identity is always in context in
+# full, active context is read by key).
+WRITABLE_LAYERS = (EVENT_LOG, VERIFIED_FACT)
+SEARCHABLE_LAYERS = (EVENT_LOG, VERIFIED_FACT, OPERATIONAL)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -68,23 +82,71 @@ IdentityAction = Literal["add", "edit", "remove"]
 
 class IdentityWrite(_Strict):
     """A human's write to the identity layer. `confirmations` must be 3: the CLI
-    asks three times (or `--yes` states that a script skips them)."""
+    asks three times (or `--yes` states that a script skips them). Fewer is a 400
+    `confirmation_required` from the service, which approvals reach too."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=documented(required=("confirmations",)))
 
     content: str | None = Field(None, max_length=1000)
     priority: int | None = Field(None, ge=0, le=99)
     project: str = Field("", description="Project the item belongs to; '' = every project")
-    confirmations: int = Field(0, description="How many confirmations the human gave (3 needed)")
+    confirmations: int = Field(
+        0, description="How many confirmations the human gave (3 needed)",
+        json_schema_extra={"minimum": IDENTITY_CONFIRMATIONS},
+    )  # fmt: skip
     actor: str | None = Field(None, description="Who is writing (a human's name); default: the worker's OS account")
     reason: str | None = None
+
+
+class IdentityAdd(IdentityWrite):
+    """`POST /api/v1/identity`: a new item, so `content` is required."""
+
+    content: NonBlank = Field(max_length=1000)
+
+
+_CONTENT = {"type": "string", "pattern": NOT_BLANK_PATTERN}
+
+
+class IdentityEdit(IdentityWrite):
+    """`PUT /api/v1/identity/{id}`: new `content`, a new `priority`, or both."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=documented(required=("confirmations",), any_of=[
+            {"required": ["content"], "properties": {"content": _CONTENT}},
+            {"required": ["priority"], "properties": {"priority": {"type": "integer"}}},
+        ]),
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> "IdentityEdit":
+        if not (self.content and self.content.strip()) and self.priority is None:
+            raise ValueError("nothing to change: give `content` and/or `priority`")
+        return self
+
+
+_TARGET = {"type": "string", "minLength": 1}
 
 
 class IdentityProposal(_Strict):
     """An agent's proposal to change the identity layer; a human approves it."""
 
+    # What _complete checks, for the document: add needs content, edit content and a
+    # target, remove a target.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=documented(any_of=[
+            {"required": ["content"], "properties": {"action": {"const": "add"}, "content": _CONTENT}},
+            {"required": ["action", "content", "target_id"],
+             "properties": {"action": {"const": "edit"}, "content": _CONTENT, "target_id": _TARGET}},
+            {"required": ["action", "target_id"], "properties": {"action": {"const": "remove"}, "target_id": _TARGET}},
+        ]),
+    )  # fmt: skip
+
     action: IdentityAction = "add"
     content: str | None = Field(None, max_length=1000)
     priority: int | None = Field(None, ge=0, le=99)
-    target_id: str | None = Field(None, description="Identity item to edit or remove")
+    target_id: str | None = Field(None, min_length=1, description="Identity item to edit or remove")
     reason: str = Field(min_length=1, max_length=2000)
     project: str = ""
     agent_id: str | None = None
@@ -126,7 +188,7 @@ class EventIn(_Strict):
     """`log_event`: something that happened, with when/where/who (seed 002 L2)."""
 
     content: str = Field(min_length=1, max_length=10_000)
-    when: str | float | int = Field(description="When it happened: ISO 8601 or epoch seconds (required)")
+    when: Timestamp = Field(description="When it happened: ISO 8601 or epoch seconds (required)")
     where: str | None = Field(None, max_length=1000)
     who: list[str] = Field(default_factory=list)
     source: EventSource = "ai"
@@ -147,14 +209,14 @@ class EventSearch(_Strict):
     """`search_events`: a time range plus (optionally) a meaning."""
 
     query: str = ""
-    start: str | float | int | None = Field(None, description="Happened at or after (ISO 8601 / epoch)")
-    end: str | float | int | None = Field(None, description="Happened before (ISO 8601 / epoch)")
+    start: Timestamp | None = Field(None, description="Happened at or after (ISO 8601 / epoch)")
+    end: Timestamp | None = Field(None, description="Happened before (ISO 8601 / epoch)")
     project: str | None = None
     agent_id: str | None = None
     all_agents: bool = Field(False, description="Include other agents' events")
     limit: int = Field(20, ge=1, le=500)
     branch: str | None = None
-    as_of: str | int | None = None
+    as_of: AsOf | None = Field(None, description="As of a seq, a snapshot label or a timestamp")
 
 
 class PromoteRequest(_Strict):
@@ -180,7 +242,7 @@ class FactIn(_Strict):
     session_id: str | None = None
     source: str = "ai"
     source_id: str | None = None
-    when: str | float | int | None = None
+    when: Timestamp | None = None
     branch: str | None = None
     tags: list[str] = Field(default_factory=list)
 
@@ -197,9 +259,9 @@ class AddMemoryIn(_Strict):
     """`add_memory` (seed 002 §6): into L2 (event_log) or L3 (verified_fact)."""
 
     content: str = Field(min_length=1, max_length=10_000)
-    layer: str = VERIFIED_FACT
+    layer: str = Field(VERIFIED_FACT, json_schema_extra={"enum": layer_names(*WRITABLE_LAYERS)})
     confidence: float = Field(0.9, ge=0.0, le=1.0)
-    when: str | float | int | None = None
+    when: Timestamp | None = None
     where: str | None = None
     who: list[str] = Field(default_factory=list)
     subject: str | None = None
@@ -210,17 +272,21 @@ class AddMemoryIn(_Strict):
     tags: list[str] = Field(default_factory=list)
 
 
+# Any case and spacing is read (normalize_layer); the document lists the plain names.
+SearchableLayer = Annotated[str, Field(json_schema_extra={"enum": layer_names(*SEARCHABLE_LAYERS)})]
+
+
 class MemorySearch(_Strict):
     """`search_memory`: across L2, L3 and L4 with the fallback chain."""
 
     query: str = Field(min_length=1, max_length=2000)
-    layers: list[str] | None = None
+    layers: list[SearchableLayer] | None = None
     project: str | None = None
     agent_id: str | None = None
     all_agents: bool = False
     limit: int = Field(10, ge=1, le=100)
     branch: str | None = None
-    as_of: str | int | None = None
+    as_of: AsOf | None = Field(None, description="As of a seq, a snapshot label or a timestamp")
 
     @field_validator("layers")
     @classmethod
@@ -259,7 +325,7 @@ class RelationIn(_Strict):
     object: str = Field(min_length=1, max_length=300)
     properties: dict[str, Any] = Field(default_factory=dict)
     confidence: float = Field(0.9, ge=0.0, le=1.0)
-    valid_from: str | float | int | None = None
+    valid_from: Timestamp | None = None
     project: str = ""
     agent_id: str | None = None
     branch: str | None = None
@@ -270,9 +336,16 @@ class GraphQuery(_Strict):
     relation_type: str | None = None
     depth: int = Field(1, ge=1, le=5)
     project: str | None = None
-    at: str | float | int | None = Field(None, description="Relations valid at this time (default now)")
+    at: Timestamp | None = Field(None, description="Relations valid at this time (default now)")
     branch: str | None = None
-    as_of: str | int | None = None
+    as_of: AsOf | None = Field(None, description="As of a seq, a snapshot label or a timestamp")
+
+
+# --- L4 operational knowledge ------------------------------------------------------------
+
+
+class OperationsReindex(_Strict):
+    project: str = Field(min_length=1, description="The project directory (it holds .ai/operations/)")
 
 
 # --- fact extraction (what the model must reply) -------------------------------------

@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from memory_anchor.schemas.filters import AsOf
+
 SUMMARY_MAX_CHARS = 200
 TITLE_MAX_CHARS = 120
 
@@ -162,6 +164,16 @@ class WriteObservationRequest(BaseModel):
             tool_name=self.tool_name,
             files_modified=self.files,
         )
+
+
+class ObservationsBatch(BaseModel):
+    """`POST /api/v1/observations/batch`: full details for these record ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str] = Field(min_length=1, max_length=100, description="Record ids (1 to 100)")
+    branch: str | None = None
+    as_of: AsOf | None = Field(None, description="As of a seq, a snapshot label or a timestamp")
 
 
 def _labelled(label: str, text: str | None) -> str:

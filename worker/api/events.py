@@ -5,11 +5,20 @@ from __future__ import annotations
 from aiohttp import web
 
 from memory_anchor import paths
-from memory_anchor.schemas.events import AGENT_HEADER, BRANCH_HEADER, EVENT_ID_HEADER, HOOK_EVENTS, EventRefused, accepted_event
+from memory_anchor.schemas.events import (
+    AGENT_HEADER,
+    BRANCH_HEADER,
+    EVENT_ID_HEADER,
+    HOOK_EVENTS,
+    EventRefused,
+    HookPayload,
+    accepted_event,
+)
 from worker.api.middleware import read_json_object
 from worker.api.params import int_path
 from worker.capture import sanitize_event
 from worker.inbox import Arrival
+from worker.openapi import request_model
 from worker.quarantine import Quarantine
 from worker.store.records import RecordError, validate_branch_name
 
@@ -17,6 +26,7 @@ routes = web.RouteTableDef()
 
 
 @routes.post("/api/v1/events")
+@request_model(HookPayload)
 async def post_event(request: web.Request) -> web.Response:
     """Accept a hook payload exactly as Claude Code sent it; 202 once it is committed.
 

@@ -27,9 +27,12 @@ from memory_anchor.schemas.memory_model import (
     FactIn,
     FactUpdate,
     GraphQuery,
+    IdentityAdd,
+    IdentityEdit,
     IdentityProposal,
     IdentityWrite,
     MemorySearch,
+    OperationsReindex,
     PromoteRequest,
     RelationIn,
 )
@@ -38,6 +41,7 @@ from worker.api.params import as_of_param, branch_param, int_param, int_path
 from worker.memory.common import DEFAULT_AGENT, agent_actor, human_actor
 from worker.memory.extraction import Material
 from worker.memory.identity import refuse_agent_identity_write
+from worker.openapi import query_param
 from worker.present import record_to_wire
 from worker.store.records import RecordError
 
@@ -122,14 +126,14 @@ async def get_constitution(request: web.Request) -> web.Response:
 @routes.post("/api/v1/identity")
 async def add_identity(request: web.Request) -> web.Response:
     _human_only(request)
-    body = IdentityWrite.model_validate(await read_json_object(request))
+    body = IdentityAdd.model_validate(await read_json_object(request))
     return _json(_wire(await _run(request, _memory(request).identity.add, body)), status=201)
 
 
 @routes.put("/api/v1/identity/{item_id}")
 async def edit_identity(request: web.Request) -> web.Response:
     _human_only(request)
-    body = IdentityWrite.model_validate(await read_json_object(request))
+    body = IdentityEdit.model_validate(await read_json_object(request))
     return _json(_wire(await _run(request, _memory(request).identity.edit, request.match_info["item_id"], body)))
 
 
@@ -165,6 +169,9 @@ async def propose_identity_change(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/active-context")
+@query_param("session_id", {"type": "string", "minLength": 1}, "The session whose working memory to read", required=True)
+@query_param("key", {"type": "string"}, "One key only (default: every live key)")
+@query_param("agent_id", {"type": "string"}, "The agent whose working memory it is (default: the header's, else the default agent)")
 async def get_active_context(request: web.Request) -> web.Response:
     session_id = request.query.get("session_id")
     if not session_id:
@@ -453,6 +460,9 @@ async def graph_query(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/operations")
+@query_param("project", {"type": "string", "minLength": 1}, "The project directory (it holds .ai/operations/)", required=True)
+@query_param("q", {"type": "string"}, "What to look for (default: everything)")
+@query_param("limit", {"type": "integer", "minimum": 1, "maximum": 50, "default": 5})
 async def search_operations(request: web.Request) -> web.Response:
     project = request.query.get("project")
     if not project:
@@ -464,7 +474,5 @@ async def search_operations(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/operations/reindex")
 async def reindex_operations(request: web.Request) -> web.Response:
-    raw = await read_json_object(request)
-    if not raw.get("project"):
-        raise RecordError("project is required")
-    return _json(await _run(request, _memory(request).operations.sync, raw["project"]))
+    body = OperationsReindex.model_validate(await read_json_object(request))
+    return _json(await _run(request, _memory(request).operations.sync, body.project))

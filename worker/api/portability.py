@@ -8,6 +8,7 @@ import tempfile
 from aiohttp import web
 
 from memory_anchor.schemas.portability import EXPORT_MEDIA_TYPE
+from worker.openapi import request_content
 from worker.portability import Exporter, Importer
 
 routes = web.RouteTableDef()
@@ -40,6 +41,12 @@ async def export_memory(request: web.Request) -> web.StreamResponse:
 
 
 @routes.post("/api/v1/import")
+@request_content(
+    EXPORT_MEDIA_TYPE, {"type": "string"},
+    "An export as `GET /api/v1/export` writes it: one JSON object a line, the header first, then the rows, then "
+    "the end line with the row count. A file that breaks the format is a 400 naming the line; a worker that "
+    "already holds memory refuses any import with 409 `not_empty`, before it reads the file.",
+)  # fmt: skip
 async def import_memory(request: web.Request) -> web.Response:
     """Load an export (JSON Lines body) into this worker; 409 unless its memory is empty. All or nothing."""
     services = request.app["services"]

@@ -5,13 +5,12 @@ from __future__ import annotations
 from aiohttp import web
 
 from worker.api.middleware import read_json_object
-from memory_anchor.schemas.observations import WriteObservationRequest
+from memory_anchor.schemas.observations import ObservationsBatch, WriteObservationRequest
 from worker import observations
 from worker.api.params import actor, as_of_param, branch_param, int_param
 from worker.openapi import request_model
 from worker.present import record_to_wire
 from worker.store.iso import iso_fields
-from worker.store.records import RecordError
 from worker.timeline import TIMELINE_KINDS, Timeline
 
 routes = web.RouteTableDef()
@@ -60,13 +59,10 @@ async def write_observation(request: web.Request) -> web.Response:
 @routes.post("/api/v1/observations/batch")
 async def get_observations(request: web.Request) -> web.Response:
     """Full details for the ids asked for (progressive disclosure's last step)."""
-    body = await read_json_object(request)
-    ids = body.get("ids")
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids) or len(ids) > 100:
-        raise RecordError("ids must be a list of 1 to 100 record ids")
+    body = ObservationsBatch.model_validate(await read_json_object(request))
     services = request.app["services"]
     found = await services.run(
-        Timeline(services.db).by_ids, ids, branch=body.get("branch") or branch_param(request), as_of=body.get("as_of")
+        Timeline(services.db).by_ids, body.ids, branch=body.branch or branch_param(request), as_of=body.as_of
     )
     return web.json_response({"results": [record_to_wire(r) for r in found]})
 

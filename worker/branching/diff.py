@@ -136,9 +136,9 @@ def normalise(text: str) -> str:
 def compute_diff(
     conn: sqlite3.Connection, source: str, target: str, *, kinds: Iterable[str] | None = None
 ) -> Diff:
+    sv, tv = resolve_view(conn, source), resolve_view(conn, target)  # an unknown branch is a 404 first
     if source == target:
         raise RecordError("source and target are the same branch; nothing to compare", code="same_branch")
-    sv, tv = resolve_view(conn, source), resolve_view(conn, target)
     diff = Diff(source, target, sv, tv, _base(sv, tv))
     ids = _candidate_ids(conn, sv, tv)
     kinds = set(kinds) if kinds else None
