@@ -10,6 +10,7 @@ batch is embedded again on restart (vector writes are idempotent upserts).
     indexer.flush([seq, ...])    # index these now (the mem0 add API calls this before replying)
     indexer.drain()              # index everything pending (the pipeline calls this after each pass)
     indexer.rebuild()            # `memory-anchor reindex`: drop all vectors, re-embed from SQLite
+    indexer.reembed([seq, ...])  # new vectors in place for these (after a model change: reembed.py)
 """
 
 from __future__ import annotations
@@ -158,6 +159,19 @@ class Indexer:
                     "SELECT seq FROM records WHERE op = 'put' AND text != ''"
                 )
         return self.drain()
+
+    def reembed(self, seqs: list[int]) -> int:
+        """Embed these versions again and replace their stored vectors (after a model change,
+        worker/reembed.py); versions without a vector are left alone. Returns how many were replaced."""
+        if not seqs:
+            return 0
+        with self._work_lock:
+            records = Records.by_seqs(self.db.reader(), seqs)
+            wanted = [records[s] for s in seqs if s in records and s in self.vectors.index]
+            if not wanted:
+                return 0
+            vectors = self.embedder.embed([embedding_text(r) for r in wanted])
+            return self.vectors.overwrite([VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)])
 
     def _index(self, seqs: list[int]) -> int:
         if not seqs:

@@ -69,6 +69,12 @@ class Services:
         return Indexer(self.db, self.vectors, self.embedder)
 
     @cached_property
+    def reembedder(self):
+        from worker.reembed import Reembedder
+
+        return Reembedder(self.db, self.vectors, self.indexer, self.embedder.model_id, self.data_dir)
+
+    @cached_property
     def search(self):
         from worker.search import SearchService
 
@@ -101,11 +107,28 @@ class Services:
     # --- helpers -------------------------------------------------------------
 
     pipeline = None  # set by the app once the pipeline runs
+    _reembedding: threading.Thread | None = None
 
     def warm_up(self) -> None:
-        """Load the embedding model and the vector index now rather than at the first search."""
+        """Load the embedding model and the vector index now rather than at the first search;
+        vectors of another model are re-embedded on a thread of their own (worker/reembed.py)."""
         self.embedder.embed(["warm up"])
         self.vectors.load()
+        if self.reembedder.needed():
+            self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
+            self._reembedding.start()
+
+    def _reembed(self) -> None:
+        _lower_priority()
+        try:
+            self.reembedder.run()
+        except Exception:
+            log.exception("re-embedding failed; the next start resumes it")
+
+    def reembedding(self) -> dict[str, Any] | None:
+        """How far a background re-embedding has got, or None."""
+        reembedder = self.__dict__.get("reembedder")
+        return reembedder.progress() if reembedder is not None else None
 
     def llm_available(self) -> bool:
         try:
@@ -148,6 +171,9 @@ class Services:
         return await loop.run_in_executor(self.background, functools.partial(func, *args))
 
     def close(self) -> None:
+        if self._reembedding is not None:
+            self.reembedder.stop()
+            self._reembedding.join(timeout=30)
         self.background.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         vectors = self.__dict__.get("vectors")

@@ -207,6 +207,14 @@ class _Segment:
             self._project()
         return start
 
+    def overwrite(self, row: int, vector: np.ndarray) -> None:
+        """A new vector for `row` (re-embedding), projected with the current fit."""
+        if self.projection is None:
+            self.scan[row] = vector
+        else:
+            self.full[row] = vector
+            self.scan[row] = self.projection.reduce(vector[None, :])[0]
+
     def _project(self) -> None:
         """(Re)fit the projection on the current rows and rebuild `scan` from the full vectors."""
         cap = len(self.seq)
@@ -375,6 +383,21 @@ class MemoryIndex:
             if place is None:
                 return None
             return self._numbered[place[0]].vectors(place[1])
+
+    def overwrite(self, items: list[VectorItem]) -> None:
+        """Replace the vectors of seqs it holds, in place (a re-embedding); other seqs are ignored."""
+        with self._lock:
+            for item in items:
+                place = self._where.get(int(item.seq))
+                if place is not None:
+                    self._numbered[place[0]].overwrite(place[1], np.asarray(item.vector, dtype=np.float32))
+
+    def refit(self) -> None:
+        """Fit the projected segments' projections again: after a re-embedding, the old fit is another model's."""
+        with self._lock:
+            for segment in self._numbered:
+                if segment.projection is not None:
+                    segment._project()
 
     def remove(self, seqs: Iterable[int]) -> None:
         with self._lock:
@@ -577,6 +600,8 @@ class Vectors:
         self._snapshot_current = False  # the file on disk matches the index
         self._loaded = False
         self._load_lock = threading.Lock()
+        # Writes that check the index first (overwrite) and deletes must not interleave.
+        self._write_lock = threading.Lock()
 
     def load(self) -> int:
         """Read every stored embedding into memory (once); returns how many."""
@@ -621,16 +646,32 @@ class Vectors:
         if not items:
             return
         self.load()
-        self._before_write()
-        self.store.add(items)
-        self.index.add(items)
+        with self._write_lock:
+            self._before_write()
+            self.store.add(items)
+            self.index.add(items)
+
+    def overwrite(self, items: list[VectorItem]) -> int:
+        """New vectors for seqs already stored (a re-embedding); a seq deleted meanwhile stays deleted.
+
+        Returns how many were replaced.
+        """
+        self.load()
+        with self._write_lock:
+            items = [item for item in items if item.seq in self.index]
+            if items:
+                self._before_write()
+                self.store.add(items)  # an upsert
+                self.index.overwrite(items)
+        return len(items)
 
     def delete(self, seqs: Iterable[int]) -> None:
         seqs = list(seqs)
         self.load()
-        self._before_write()
-        self.store.delete(seqs)
-        self.index.remove(seqs)
+        with self._write_lock:
+            self._before_write()
+            self.store.delete(seqs)
+            self.index.remove(seqs)
 
     def __contains__(self, seq: int) -> bool:
         self.load()

@@ -93,6 +93,39 @@ def memory_history(args: argparse.Namespace) -> int:
 
 
 def reindex_vectors(args: argparse.Namespace) -> int:
-    result = client(args).post("/api/v1/admin/reindex", {})
+    """Rebuild the vectors, showing on stderr how many records are left while the worker works."""
+    import sys
+    import threading
+
+    outcome: dict = {}
+
+    def rebuild() -> None:
+        try:
+            from memory_anchor.client import WorkerClient
+
+            # One answer at the end: at 100k records that is minutes away.
+            rebuilder = WorkerClient(args.data_dir, timeout=24 * 3600.0)
+            outcome["result"] = rebuilder.post("/api/v1/admin/reindex", {})
+        except Exception as exc:  # reported below, on the main thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=rebuild, daemon=True)
+    worker.start()
+    watcher, total, shown = client(args, autostart=False), 0, None
+    while worker.is_alive():
+        worker.join(1.0)
+        if not worker.is_alive():
+            break
+        try:
+            left = int(watcher.get("/api/v1/status")["pending_vectors"])
+        except Exception:
+            continue  # progress is a nicety; the rebuild's own answer decides
+        total = max(total, left)
+        if total and left != shown:
+            print(f"re-embedding: {total - left} of {total} records done", file=sys.stderr, flush=True)
+            shown = left
+    if "error" in outcome:
+        raise outcome["error"]
+    result = outcome["result"]
     emit(args, result, f"re-embedded {result['indexed']} records in {result['seconds']:.1f}s")
     return 0

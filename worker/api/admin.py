@@ -17,5 +17,6 @@ async def reindex(request: web.Request) -> web.Response:
     services = request.app["services"]
     started = time.monotonic()
     indexed = await services.run(services.indexer.rebuild)
+    await services.run(services.reembedder.mark_current)  # every vector is now this model's
     result = ReindexResult(indexed=indexed, seconds=round(time.monotonic() - started, 3))
     return web.json_response(result.model_dump())

@@ -40,6 +40,7 @@ async def status(request: web.Request) -> web.Response:
             "rss_mb": round(_memory_bytes("VmRSS") / 2**20, 1),
             "peak_rss_mb": round(_memory_bytes("VmHWM") / 2**20, 1),
             "vectors_loaded": services.vectors.loaded,
+            "reembedding": services.reembedding(),  # after a model change: {"from", "to", "done", "total"}
         }
     )
 
