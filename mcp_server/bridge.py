@@ -2,7 +2,7 @@
 
 Claude Code starts this from the plugin's .mcp.json with `python3 -S`, like
 the hooks, so it is standard library only and costs a few MB and a few ms; the
-`mcp` SDK and the tools run in the worker (worker/mcp_endpoint.py), which is
+`mcp` SDK and the tools run in the worker (worker/api/mcp_endpoint.py), which is
 already loaded and serves every session.
 
 - Finding the worker: worker.json (`mcp_port`, bearer token); a worker that is

@@ -5,7 +5,7 @@ Layout, FastMCP style: `app.py` holds the one `mcp` instance; each module in
 themselves with `@mcp.tool()` when the module is imported; every tool talks to
 the worker's REST API through `worker_gateway.call()` (never to the stores).
 
-The worker (worker/mcp_endpoint.py) accepts a bridge's loopback connection,
+The worker (worker/api/mcp_endpoint.py) accepts a bridge's loopback connection,
 checks its hello, and hands the stream to `serve()`: newline-delimited
 JSON-RPC in both directions, as on stdio, into the SDK's own server session.
 Importing this module loads the `mcp` SDK, so the worker does it only when

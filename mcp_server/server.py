@@ -2,7 +2,7 @@
 """The MCP server as Claude Code starts it from the plugin's .mcp.json (`python3 -S`, stdlib only).
 
 It is a bridge (bridge.py): the tools themselves run in the worker
-(endpoint.py, served by worker/mcp_endpoint.py), which every session shares.
+(endpoint.py, served by worker/api/mcp_endpoint.py), which every session shares.
 `python -m mcp_server.server` runs the same bridge.
 """
 

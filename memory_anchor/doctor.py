@@ -209,7 +209,7 @@ def check_embedder(report: Report, root: str, python: str | None, data_dir: str)
         return
     import subprocess
 
-    code = "from worker.embeddings import Embedder; print(len(Embedder().embed_one('memory anchor doctor')))"
+    code = "from worker.index.embeddings import Embedder; print(len(Embedder().embed_one('memory anchor doctor')))"
     env = dict(os.environ, MEMORY_ANCHOR_DATA_DIR=data_dir)
     if os.environ.get(launcher.PYTHON_ENV_VAR):
         env["PYTHONPATH"] = root

@@ -36,7 +36,7 @@ def worker_env(data_dir: Path, **extra: str) -> dict[str, str]:
 def _no_developers_claude_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process, the Claude Code CLI is found only where a test's `claude_cli_path` points:
     a test never spends the developer's own Claude Code login."""
-    from worker import claude_cli
+    from worker.llm import claude_cli
 
     real = claude_cli.locate
     monkeypatch.setattr(

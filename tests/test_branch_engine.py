@@ -11,12 +11,12 @@ from memory_anchor.settings import Settings
 from tests.fakes.anthropic_server import json_reply
 from worker.branching import branches as registry
 from worker.branching import sessions, snapshots
-from worker.context.branches import branch_section
 from worker.branching.diff import compute_diff
 from worker.branching.judge import ClaudeJudge
 from worker.branching.merge import MergeEngine
 from worker.context import ContextRequest
-from worker.llm import ClaudeClient
+from worker.context.branches import branch_section
+from worker.llm.client import ClaudeClient
 from worker.store.db import Database
 from worker.store.records import NotFound, RecordError, Records, resolve_view
 
@@ -347,8 +347,8 @@ def test_an_archived_branch_is_read_only_until_restored(db):
 def test_captured_events_of_an_archived_branch_go_to_its_nearest_writable_ancestor(db, caplog):
     from types import SimpleNamespace
 
-    from worker.inbox import InboxEvent
-    from worker.sessions import Sessions
+    from worker.capture.inbox import InboxEvent
+    from worker.pipeline.sessions import Sessions
 
     fork(db, "a")
     fork(db, "a/b", parent="a")
@@ -362,7 +362,7 @@ def test_captured_events_of_an_archived_branch_go_to_its_nearest_writable_ancest
     assert write_branch("s1", "a/b") == "a/b"
     archive(db, "a/b")
     archive(db, "a")
-    with caplog.at_level("WARNING", logger="worker.sessions"):
+    with caplog.at_level("WARNING", logger="worker.pipeline.sessions"):
         assert write_branch("s1") == "main"  # a known session
         assert write_branch("s2", "a/b") == "main"  # a new one sent there by MEMORY_ANCHOR_BRANCH
     assert "archived" in caplog.text and "'main'" in caplog.text

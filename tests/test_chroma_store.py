@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.chroma_store import LEGACY_COLLECTION, SHARD_SEQS, ChromaStore, shard_name
-from worker.vector_item import VectorItem
+from worker.index.chroma_store import LEGACY_COLLECTION, SHARD_SEQS, ChromaStore, shard_name
+from worker.index.vector_item import VectorItem
 
 DIM = 384
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from worker.branching import branches
+from worker.index.search import SearchService
 from worker.memory.common import fts_query
-from worker.search import SearchService
 from worker.store import migrations
 from worker.store.cjk import grams, index_words, query_words
 from worker.store.db import Database

@@ -19,9 +19,9 @@ from memory_anchor.settings import Settings
 from tests.conftest import tool_use_event
 from tests.e2e.harness import claude_or_skip
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_reply, json_reply
-from worker.compress import claude as prompts
-from worker.compress.local import compress_tool_use
-from worker.llm import ClaudeClient, LLMError, LLMUnavailable
+from worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
+from worker.pipeline.compress import claude as prompts
+from worker.pipeline.compress.local import compress_tool_use
 from worker.store.db import Database
 
 pytestmark = pytest.mark.e2e

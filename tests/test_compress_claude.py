@@ -13,8 +13,8 @@ import pytest
 
 from memory_anchor.settings import Settings
 from tests.fakes.anthropic_server import error_reply, json_reply, request_text, text_reply
-from worker.compress import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, local
-from worker.llm import ClaudeClient
+from worker.llm.client import ClaudeClient
+from worker.pipeline.compress import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, local
 from worker.store.db import Database
 
 SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"

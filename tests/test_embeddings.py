@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from worker.embeddings import DIMENSION, Embedder, EmbeddingError
+from worker.index.embeddings import DIMENSION, Embedder, EmbeddingError
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from worker import pipeline as pipeline_module
-from worker.group_commit import GroupCommit
-from worker.inbox import Arrival, Inbox
-from worker.pipeline import Pipeline
+from worker.capture.inbox import Arrival, Inbox
+from worker.pipeline import drain as pipeline_module
+from worker.pipeline.drain import Pipeline
 from worker.store.db import Database
+from worker.store.group_commit import GroupCommit
 
 
 async def run_inline(func, *args):

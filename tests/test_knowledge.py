@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from worker.text import clip, is_boundary
 from worker.memory.cues import covers, session_outcome, standing_statements
 from worker.memory.open_items import OpenItems
+from worker.memory.text import clip, is_boundary
 from worker.store.db import Database
 
 

@@ -10,7 +10,7 @@ import pytest
 from memory_anchor.settings import Settings
 from tests.fakes.anthropic_server import Reply, error_reply, json_reply, text_reply
 from tests.fakes.fixtures import FAKE_API_KEY
-from worker.llm import ClaudeClient, LLMError, LLMReplyError, LLMUnavailable, parse_json_reply
+from worker.llm.client import ClaudeClient, LLMError, LLMReplyError, LLMUnavailable, parse_json_reply
 from worker.store.db import Database
 
 

@@ -17,10 +17,10 @@ import pytest
 
 from memory_anchor.settings import Settings
 from tests.test_hooks import base_payload, hook_env, run_hook, spool_lines
-from worker import claude_cli
-from worker.claude_cli import CliCallError, CliStatus, locate, parse_result
-from worker.llm import ClaudeClient, LLMError, LLMUnavailable
-from worker.llm_route import choose_route
+from worker.llm import claude_cli
+from worker.llm.claude_cli import CliCallError, CliStatus, locate, parse_result
+from worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
+from worker.llm.route import choose_route
 from worker.store.db import Database
 
 REAL_LOCATE = locate  # tests/conftest.py hides the developer's CLI from other tests; these test the search itself

@@ -11,7 +11,7 @@ import pytest
 from memory_anchor.schemas.memories import AddMemoryRequest
 from memory_anchor.schemas.memory_model import ConflictResolve, FactIn
 from memory_anchor.settings import Settings
-from worker.llm import ClaudeClient
+from worker.llm.client import ClaudeClient
 from worker.memory import Material, MemoryModel
 from worker.store.db import Database
 from worker.store.records import Records, resolve_view
@@ -230,7 +230,7 @@ def test_mem0_infer_path(claude_model, fake_anthropic):
 
 
 def test_secrets_are_redacted_before_claude_sees_them(db, fake_anthropic):
-    from worker.redact import redact_text
+    from worker.capture.redact import redact_text
 
     model = MemoryModel(db, llm=ClaudeClient(Settings(llm_max_retries=0), db), redact=redact_text)
     fake_anthropic.enqueue(facts_reply())

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from memory_anchor.schemas.memory_model import EventIn, FactIn, IdentityWrite, MemorySearch
-from worker.embeddings import Embedder
-from worker.indexer import Indexer
+from worker.index.embeddings import Embedder
+from worker.index.indexer import Indexer
+from worker.index.search import SearchService
+from worker.index.vectors import Vectors
 from worker.memory import MemoryModel
-from worker.search import SearchService
 from worker.store.db import Database
-from worker.vectors import Vectors
 
 PROJECT = "/work/anchor"
 

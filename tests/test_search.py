@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from memory_anchor import paths
-from worker.embeddings import Embedder
-from worker.indexer import Indexer
-from worker.search import SearchError, SearchService, Tuning
+from worker.index.embeddings import Embedder
+from worker.index.indexer import Indexer
+from worker.index.search import SearchError, SearchService, Tuning
+from worker.index.vectors import Vectors
 from worker.store.db import Database
 from worker.store.records import Records, resolve_view
-from worker.vectors import Vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,7 +207,7 @@ def test_vectors_survive_restart_and_rebuild(tmp_path, embedder):
 def test_retriever_has_no_benchmark_special_cases():
     """The retrieval code must not know the benchmark: no dataset names, ids or speakers."""
     suspicious = ("locomo", "dia_id", "conv-", "caroline", "melanie", "sample_id", "evidence")
-    for name in ("search.py", "vectors.py", "indexer.py", "embeddings.py"):
+    for name in ("index/search.py", "index/vectors.py", "index/indexer.py", "index/embeddings.py"):
         source = (ROOT / "worker" / name).read_text(encoding="utf-8").lower()
         for word in suspicious:
             assert word not in source, f"{name} mentions {word!r}"
@@ -219,7 +219,7 @@ def test_vector_store_takes_any_chroma_client(tmp_path, embedder):
     import chromadb
     from chromadb.config import Settings
 
-    from worker.vectors import ChromaStore, VectorFilter, VectorItem
+    from worker.index.vectors import ChromaStore, VectorFilter, VectorItem
 
     store = ChromaStore(client_factory=lambda: chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)))
     vectors = Vectors(store=store)

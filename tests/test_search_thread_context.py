@@ -8,7 +8,7 @@ import pytest
 
 from memory_anchor import paths
 from worker.branching.branches import delete_branch
-from worker.search import SearchService
+from worker.index.search import SearchService
 from worker.store.db import Database
 from worker.store.migrations import apply_migrations
 from worker.store.records import Records, resolve_view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.vectors import MemoryIndex, VectorFilter, VectorItem
+from worker.index.vectors import MemoryIndex, VectorFilter, VectorItem
 
 DIM = 96  # the index works at any dimension; 96 keeps the projection fits quick
 
@@ -122,7 +122,7 @@ def test_vectors_come_back_by_seq_whatever_the_order_they_were_added_in():
 
 
 def _vectors(tmp_path):
-    from worker.vectors import ChromaStore, Vectors
+    from worker.index.vectors import ChromaStore, Vectors
 
     store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
     return Vectors(store=store, dim=DIM, snapshot=tmp_path / "snap.npz")

@@ -18,14 +18,15 @@ from aiohttp import web
 
 from memory_anchor import __version__, paths
 from memory_anchor.settings import SettingsError, load_settings
-from worker import heap, lifecycle
+from worker import lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
 from worker.api import live, mem0_platform, memory_model
 from worker.api.hosts import allowed_hosts, host_middleware
+from worker.api.mcp_endpoint import McpEndpoint
 from worker.api.middleware import auth_middleware, error_middleware
-from worker.live import LiveFeed
+from worker.capture.live import LiveFeed
+from worker.index import heap
 from worker.logs import setup_logging
-from worker.mcp_endpoint import McpEndpoint
 from worker.services import Services
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ async def _disk_ctx(app: web.Application):
 
 
 async def _pipeline_ctx(app: web.Application):
-    from worker.pipeline import Pipeline
+    from worker.pipeline.drain import Pipeline
 
     services: Services = app["services"]
     pipeline = Pipeline(services)

@@ -36,7 +36,7 @@ class WorkerInfo:
     host: str = "127.0.0.1"
     started_at: float = 0.0
     version: str = ""
-    mcp_port: int = 0  # the MCP endpoint the bridges connect to (worker/mcp_endpoint.py)
+    mcp_port: int = 0  # the MCP endpoint the bridges connect to (worker/api/mcp_endpoint.py)
 
     @property
     def url(self) -> str:

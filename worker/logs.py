@@ -7,7 +7,7 @@ import logging
 import logging.handlers
 from pathlib import Path
 
-from worker.redact import redact_text
+from worker.capture.redact import redact_text
 
 
 class JsonFormatter(logging.Formatter):

@@ -20,11 +20,11 @@ from typing import Any, Callable, TypeVar
 
 from memory_anchor import paths
 from memory_anchor.settings import Settings
-from worker.capture import sanitize_event
-from worker.group_commit import GroupCommit
-from worker.inbox import Arrival, Inbox
+from worker.capture.inbox import Arrival, Inbox
+from worker.capture.sanitize import sanitize_event
 from worker.store.db import Database
 from worker.store.disk import DiskGuard
+from worker.store.group_commit import GroupCommit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,37 +52,37 @@ class Services:
 
     @cached_property
     def embedder(self):
-        from worker.embeddings import Embedder
+        from worker.index.embeddings import Embedder
 
         return Embedder()
 
     @cached_property
     def vectors(self):
-        from worker.vectors import Vectors
+        from worker.index.vectors import Vectors
 
         return Vectors(paths.chroma_path(self.data_dir), snapshot=paths.vector_snapshot_path(self.data_dir))
 
     @cached_property
     def indexer(self):
-        from worker.indexer import Indexer
+        from worker.index.indexer import Indexer
 
         return Indexer(self.db, self.vectors, self.embedder)
 
     @cached_property
     def reembedder(self):
-        from worker.reembed import Reembedder
+        from worker.index.reembed import Reembedder
 
         return Reembedder(self.db, self.vectors, self.indexer, self.embedder.model_id, self.data_dir)
 
     @cached_property
     def search(self):
-        from worker.search import SearchService
+        from worker.index.search import SearchService
 
         return SearchService(self.db, self.vectors, self.embedder)
 
     @cached_property
     def llm(self):
-        from worker.llm import ClaudeClient
+        from worker.llm.client import ClaudeClient
 
         return ClaudeClient(self.settings, self.db)
 
@@ -100,7 +100,7 @@ class Services:
 
     @cached_property
     def distiller(self):
-        from worker.compress import Distiller
+        from worker.pipeline.compress import Distiller
 
         return Distiller(self.settings, self.llm)
 
@@ -111,7 +111,7 @@ class Services:
 
     def warm_up(self) -> None:
         """Load the embedding model and the vector index now rather than at the first search;
-        vectors of another model are re-embedded on a thread of their own (worker/reembed.py)."""
+        vectors of another model are re-embedded on a thread of their own (worker/index/reembed.py)."""
         self.embedder.embed(["warm up"])
         self.vectors.load()
         if self.reembedder.needed():

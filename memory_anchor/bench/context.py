@@ -230,7 +230,7 @@ def on_one_line(text: str, words: list[str]) -> bool:
 
 
 def repeated_lines(text: str) -> int:
-    from worker.text import line_key
+    from worker.memory.text import line_key
 
     seen, repeats = set(), 0
     for line in text.splitlines():

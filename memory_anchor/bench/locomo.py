@@ -208,11 +208,11 @@ class InProcessBackend:
     """The same service calls the API makes, without HTTP: for quick tuning runs only."""
 
     def __init__(self, data_dir: Path, tuning=None):
-        from worker.embeddings import Embedder
-        from worker.indexer import Indexer
-        from worker.search import SearchService
+        from worker.index.embeddings import Embedder
+        from worker.index.indexer import Indexer
+        from worker.index.search import SearchService
+        from worker.index.vectors import Vectors
         from worker.store.db import Database
-        from worker.vectors import Vectors
 
         from memory_anchor import paths
 

@@ -63,7 +63,7 @@ def _git_log() -> str:
 
 def measure(texts: list[tuple[str, str]]) -> dict:
     """Redact every line of each (name, text); the markers found and the time it took."""
-    from worker.redact import MARKER_PREFIX, redact_text
+    from worker.capture.redact import MARKER_PREFIX, redact_text
 
     hits: list[tuple[str, str]] = []
     kinds: dict[str, int] = {}
@@ -86,9 +86,9 @@ def measure(texts: list[tuple[str, str]]) -> dict:
 
 def _events_per_second(seconds: float = 2.0) -> float:
     from memory_anchor.settings import Settings
-    from worker.capture import sanitize_event
+    from worker.capture.sanitize import sanitize_event
 
-    source = (ROOT / "worker" / "pipeline.py").read_text()
+    source = (ROOT / "worker" / "pipeline" / "drain.py").read_text()
     payload = {
         "session_id": str(uuid.uuid4()), "transcript_path": "/home/dev/.claude/projects/x/s.jsonl", "cwd": "/home/dev/app",
         "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_01AbCdEfGhIjKlMnOpQrStUv",

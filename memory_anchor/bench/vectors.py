@@ -25,7 +25,7 @@ TIE = 1e-4
 
 def _vectors_from(data_dir) -> np.ndarray:
     from memory_anchor import paths
-    from worker.vectors import ChromaStore
+    from worker.index.vectors import ChromaStore
 
     store = ChromaStore(paths.chroma_path(data_dir))
     try:
@@ -36,7 +36,7 @@ def _vectors_from(data_dir) -> np.ndarray:
 
 def _queries(count: int) -> np.ndarray:
     from memory_anchor.bench import branches, scale
-    from worker.embeddings import Embedder
+    from worker.index.embeddings import Embedder
 
     rng = random.Random(1)
     words = branches.WORDS
@@ -46,7 +46,7 @@ def _queries(count: int) -> np.ndarray:
 
 
 def measure(vectors: np.ndarray, queries: np.ndarray, k: int = 60, **index_options) -> dict[str, float]:
-    from worker.vectors import MemoryIndex, VectorItem
+    from worker.index.vectors import MemoryIndex, VectorItem
 
     index = MemoryIndex(**index_options)
     t0 = time.perf_counter()

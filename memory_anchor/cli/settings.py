@@ -42,7 +42,7 @@ def claude_route(base, settings: Settings) -> dict[str, Any]:
                 return {**llm, "seen_by": "the running worker"}
         except WorkerError:
             pass
-    from worker.llm_route import choose_route
+    from worker.llm.route import choose_route
 
     route = choose_route(settings)
     return {**route.to_json(), "active": route.describe(), "seen_by": "no worker running; as one started here would"}

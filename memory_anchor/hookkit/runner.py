@@ -34,7 +34,7 @@ AGENT_ENV = "MEMORY_ANCHOR_AGENT_ID"
 EVENT_ID_HEADER = "X-Memory-Anchor-Event-Id"
 BRANCH_HEADER = "X-Memory-Anchor-Branch"
 AGENT_HEADER = "X-Memory-Anchor-Agent"
-# Set on the Claude Code sessions the worker itself spawns to distil (worker/claude_cli.py).
+# Set on the Claude Code sessions the worker itself spawns to distil (worker/llm/claude_cli.py).
 # They run with hooks disabled; this guard holds even if a Claude Code version ignored that.
 SPAWNED_ENV = "MEMORY_ANCHOR_SPAWNED"
 

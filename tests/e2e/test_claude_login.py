@@ -21,7 +21,7 @@ from memory_anchor.client import WorkerClient
 from tests.e2e.harness import CLAUDE, RUN_MARKER, ClaudeHome, ScriptedModel, claude_or_skip, copy_plugin, wait_for
 from tests.e2e.test_claude_code import stop_worker
 from tests.fakes.anthropic_server import FakeAnthropicServer, json_reply
-from worker.compress.claude import OBSERVATION_SYSTEM, SUMMARY_SYSTEM
+from worker.pipeline.compress.claude import OBSERVATION_SYSTEM, SUMMARY_SYSTEM
 
 pytestmark = pytest.mark.e2e
 HELPER_KEY = "sk-ant-from-the-users-helper"

@@ -18,9 +18,9 @@ from memory_anchor.schemas.branches import (
     TimeTravelRequest,
 )
 from worker.api.middleware import read_json_object
+from worker.api.openapi import query_param, request_model
 from worker.api.params import actor, int_param
 from worker.branching.service import BranchService
-from worker.openapi import query_param, request_model
 from worker.store.records import MAIN, RecordError
 
 routes = web.RouteTableDef()

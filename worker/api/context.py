@@ -9,10 +9,10 @@ from aiohttp import web
 from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.events import RecallRequest
 from worker.api.middleware import read_json_object
+from worker.api.openapi import request_model
 from worker.api.params import branch_param, int_param
 from worker.context import ContextRequest, build_context, write_cache
-from worker.openapi import request_model
-from worker.recall import recall_for_prompt
+from worker.context.recall import recall_for_prompt
 from worker.store.records import MAIN
 
 routes = web.RouteTableDef()

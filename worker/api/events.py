@@ -15,11 +15,11 @@ from memory_anchor.schemas.events import (
     accepted_event,
 )
 from worker.api.middleware import read_json_object
+from worker.api.openapi import request_model
 from worker.api.params import int_path
-from worker.capture import sanitize_event
-from worker.inbox import Arrival
-from worker.openapi import request_model
-from worker.quarantine import Quarantine
+from worker.capture.inbox import Arrival
+from worker.capture.sanitize import sanitize_event
+from worker.store.quarantine import Quarantine
 from worker.store.records import RecordError, validate_branch_name
 
 routes = web.RouteTableDef()

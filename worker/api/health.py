@@ -48,7 +48,7 @@ async def status(request: web.Request) -> web.Response:
 @routes.get("/api/v1/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
     """The OpenAPI 3.1 description of every route this worker serves."""
-    from worker.openapi import build_openapi
+    from worker.api.openapi import build_openapi
 
     return web.json_response(build_openapi(request.app))
 

@@ -7,10 +7,10 @@ import time
 
 from aiohttp import web
 
+from worker.api.openapi import responses
 from worker.api.params import branch_param, int_param
-from worker.live import BATCH, latest_seq, records_after
-from worker.openapi import responses
-from worker.present import record_to_wire
+from worker.capture.live import BATCH, latest_seq, records_after
+from worker.store.present import record_to_wire
 
 routes = web.RouteTableDef()
 

@@ -29,9 +29,9 @@ from memory_anchor.schemas.mem0 import (
     Mem0UpdateRequest,
 )
 from worker.api.middleware import read_json_object
+from worker.api.openapi import query_object, query_param, request_model, response_model
 from worker.api.params import actor, branch_param, int_param
-from worker.mem0_platform import Mem0Platform, filters_from_params
-from worker.openapi import query_object, query_param, request_model, response_model
+from worker.memory.mem0_platform import Mem0Platform, filters_from_params
 
 routes = web.RouteTableDef()
 PAGE_SIZE_MAX = 1000

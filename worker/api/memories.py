@@ -6,10 +6,10 @@ from aiohttp import web
 
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
 from worker.api.middleware import read_json_object
+from worker.api.openapi import query_object, query_param, request_model
 from worker.api.params import actor, as_of_param, branch_param, int_param
-from worker.openapi import query_object, query_param, request_model
-from worker.memories import MemoryService, filters_from_query
-from worker.present import record_to_wire
+from worker.memory.memories import MemoryService, filters_from_query
+from worker.store.present import record_to_wire
 
 routes = web.RouteTableDef()
 

@@ -37,12 +37,12 @@ from memory_anchor.schemas.memory_model import (
     RelationIn,
 )
 from worker.api.middleware import read_json_object
+from worker.api.openapi import query_param
 from worker.api.params import as_of_param, branch_param, int_param, int_path
 from worker.memory.common import DEFAULT_AGENT, agent_actor, human_actor
 from worker.memory.extraction import Material
 from worker.memory.identity import refuse_agent_identity_write
-from worker.openapi import query_param
-from worker.present import record_to_wire
+from worker.store.present import record_to_wire
 from worker.store.records import RecordError
 
 routes = web.RouteTableDef()

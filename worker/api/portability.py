@@ -8,8 +8,8 @@ import tempfile
 from aiohttp import web
 
 from memory_anchor.schemas.portability import EXPORT_MEDIA_TYPE
-from worker.openapi import request_content
-from worker.portability import Exporter, Importer
+from worker.api.openapi import request_content
+from worker.store.portability import Exporter, Importer
 
 routes = web.RouteTableDef()
 

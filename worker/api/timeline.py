@@ -6,12 +6,12 @@ from aiohttp import web
 
 from worker.api.middleware import read_json_object
 from memory_anchor.schemas.observations import ObservationsBatch, WriteObservationRequest
-from worker import observations
+from worker.api.openapi import request_model
 from worker.api.params import actor, as_of_param, branch_param, int_param
-from worker.openapi import request_model
-from worker.present import record_to_wire
+from worker.capture.timeline import TIMELINE_KINDS, Timeline
+from worker.pipeline import observations
 from worker.store.iso import iso_fields
-from worker.timeline import TIMELINE_KINDS, Timeline
+from worker.store.present import record_to_wire
 
 routes = web.RouteTableDef()
 

@@ -6,5 +6,7 @@
 - `diff.py`      what two branches changed since they last shared a version
 - `merge.py`     applying a diff with a strategy, atomically, with history
 - `judge.py`     deciding conflicts with Claude when a key is set
-- `context.py`   the SessionStart section naming the active branches
+- `service.py`   BranchService: the engine as the API, CLI and MCP tools use it
+
+Layer rule (docs/architecture.md): may import memory/ and the layers below it.
 """

@@ -137,8 +137,8 @@ class BranchService:
     def time_travel(self, body: TimeTravelRequest) -> dict[str, Any]:
         """Search memory as it was at `as_of` on `branch`: superseded and deleted records come back."""
         from memory_anchor.schemas.memories import SearchRequest
-        from worker.memories import MemoryService
-        from worker.present import record_to_wire
+        from worker.memory.memories import MemoryService
+        from worker.store.present import record_to_wire
 
         validate_branch_name(body.branch)
         seq = resolve_as_of(self.db.reader(), body.as_of)

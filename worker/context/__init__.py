@@ -8,9 +8,12 @@ One package owns every section (no module outside it builds context lines):
   conflicts, approvals (the memory model's layers);
 - `knowledge`: standing rules and decisions, open next steps;
 - `sessions`: the last sessions' outcomes, recent activity with repeats collapsed;
-- `branches`: which memory branch is active.
+- `branches`: which memory branch is active;
+- `recall`: per-prompt recall, the few memories worth adding to a prompt.
 
-Lines are cut with `worker.text.clip`: only at word boundaries, in any script.
+Lines are cut with `worker.memory.text.clip`: only at word boundaries, in any script.
+
+Layer rule (docs/architecture.md): may import branching/, memory/ and the layers below them.
 """
 
 from worker.context.build import FIRST_RUN_NOTE, SECTIONS, build_context, write_cache

@@ -20,7 +20,7 @@ from worker.context.knowledge import next_steps_section, rules_section
 from worker.context.layers import approvals_section, conflicts_section, events_section, facts_section, identity_section
 from worker.context.model import BuiltContext, ContextRequest, Section, SectionBuilder, estimate_tokens
 from worker.context.sessions import activity_section, outcomes_section
-from worker.text import line_key
+from worker.memory.text import line_key
 from worker.store.records import View, resolve_view
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from worker.context.layers import standing_facts, when
 from worker.context.model import ContextRequest, Section
-from worker.text import clip
+from worker.memory.text import clip
 
 LABELS = {"rule": "rule", "convention": "rule", "decision": "decision", "preference": "preference"}
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from worker.context.model import ContextRequest, Section
-from worker.text import clip
 from worker.memory.common import DEFAULT_AGENT
+from worker.memory.text import clip
 from worker.store.records import iso
 
 STANDING = ("rule", "decision", "preference", "convention")

@@ -15,8 +15,8 @@ from typing import Any
 
 from worker.context.layers import facts_of_types, when
 from worker.context.model import ContextRequest, Section
-from worker.text import clip, line_key
 from worker.memory.cues import terms
+from worker.memory.text import clip, line_key
 from worker.store.records import Records
 
 OUTCOME_SESSIONS = 5

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from worker.memory.common import tokens
-from worker.text import clip
+from worker.memory.text import clip
 
 PLAIN = 0.95  # said plainly: seed 002's "active" tier (>= 0.9)
 USUAL = 0.9  # a convention stated in passing ("we deploy with …")

@@ -14,9 +14,9 @@ import json
 from typing import Any
 
 from memory_anchor.schemas.memory_model import EVENT_LOG, EventIn, EventSearch
+from worker.index.timewords import time_window
 from worker.memory.common import DAY, DEFAULT_AGENT, agent_actor, now, to_epoch
 from worker.memory.finder import Finder, boosted
-from worker.timewords import time_window
 from worker.store.db import Database
 from worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 

@@ -1,6 +1,6 @@
 """Finding records of the memory layers: the fallback chain of seed 003 §3.3.
 
-1. semantic: the retrieval engine's hybrid search (`worker.search.SearchService`)
+1. semantic: the retrieval engine's hybrid search (`worker.index.search.SearchService`)
    when the worker has one;
 2. keyword: FTS5 BM25 over `records_fts`, always available;
 3. most recent: the latest records matching the filters.

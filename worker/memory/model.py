@@ -77,7 +77,7 @@ class MemoryModel:
     @classmethod
     def for_services(cls, services) -> "MemoryModel":
         """Build from the worker's Services (search engine and Claude built lazily)."""
-        from worker.redact import redact_text
+        from worker.capture.redact import redact_text
 
         def search():
             return services.search
@@ -352,7 +352,7 @@ class MemoryModel:
         if not path:
             return ""
         try:
-            from worker import transcript  # the distillation engineer's reader
+            from worker.capture import transcript  # the distillation engineer's reader
 
             reader = getattr(transcript, "transcript_text", None) or getattr(transcript, "read_transcript_text", None)
             if reader is not None:

@@ -28,10 +28,10 @@ from memory_anchor.schemas.memory_model import (
     VERIFIED_FACT,
     MemorySearch,
 )
+from worker.index.timewords import time_window
 from worker.memory.agents import agent_scope
 from worker.memory.facts import decorate
 from worker.memory.finder import boosted
-from worker.timewords import time_window
 from worker.store.records import MAIN, RecordError, resolve_view
 
 log = logging.getLogger(__name__)

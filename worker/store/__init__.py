@@ -1,0 +1,8 @@
+"""The store: the one door to storage.
+
+SQLite connections, pragmas and migrations, the versioned `records` table, and
+what reads or writes storage whole: mem0 filters compiled to SQL, group commit,
+the quarantine, export/import, a row's wire form, atomic file writes.
+
+Layer rule (docs/architecture.md): may import nothing else of the worker.
+"""

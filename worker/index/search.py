@@ -61,14 +61,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 
-from worker import filters as filter_language
-from worker.embeddings import Embedder
-from worker.filters import Filter
+from worker.index.embeddings import Embedder
+from worker.index.timewords import time_window
+from worker.index.vectors import VectorFilter, Vectors
+from worker.store import filters as filter_language
 from worker.store.cjk import is_cjk_word, query_words
 from worker.store.db import Database
+from worker.store.filters import Filter
 from worker.store.records import RecordError, Records, View, parse_time
-from worker.timewords import time_window
-from worker.vectors import VectorFilter, Vectors
 
 MODES = ("hybrid", "vector", "keyword")
 # How many times more rows a word matches in records_thread_fts (own text + two

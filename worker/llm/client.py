@@ -3,10 +3,10 @@
 `ClaudeClient` is synchronous on purpose: the pipeline calls it from a worker
 thread, never from the event loop. It
 
-- takes the route `llm_route` picks (worker/llm_route.py): the `anthropic` SDK
+- takes the route `llm_route` picks (worker/llm/route.py): the `anthropic` SDK
   with `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (so tests and proxies can
   point it anywhere), else the user's Claude Code login through `claude -p`
-  (worker/claude_cli.py), else none (the local path);
+  (worker/llm/claude_cli.py), else none (the local path);
 - reads the model, timeout and retry count from `Settings`;
 - retries 408/409/429/5xx/529, timeouts and connection errors with exponential
   backoff, waiting at least what a `retry-after` header asks for (the SDK's own
@@ -40,9 +40,9 @@ if TYPE_CHECKING:  # the SDK costs ~45 MB: imported only once a key makes Claude
     import anthropic
 
 from memory_anchor.settings import Settings
-from worker import claude_cli
-from worker.claude_cli import CliStatus
-from worker.llm_route import CLI, LOCAL, Route, choose_route
+from worker.llm import claude_cli
+from worker.llm.claude_cli import CliStatus
+from worker.llm.route import CLI, LOCAL, Route, choose_route
 from worker.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class ClaudeClient:
 
     @property
     def route(self) -> Route:
-        """How Claude is reached (see worker/llm_route.py); looked at again every few minutes,
+        """How Claude is reached (see worker/llm/route.py); looked at again every few minutes,
         so that a user who logs in to Claude Code later gets Claude without a restart."""
         with self._route_lock:
             if self._route is None or self._clock() - self._route_at > ROUTE_RECHECK_SECONDS:
@@ -265,7 +265,7 @@ class ClaudeClient:
         )
 
     def _call_cli(self, route: Route, system: str, prompt: str, max_tokens: int) -> Completion:
-        """One attempt through the user's Claude Code login (`claude -p`, worker/claude_cli.py)."""
+        """One attempt through the user's Claude Code login (`claude -p`, worker/llm/claude_cli.py)."""
         assert route.cli is not None
         try:
             reply = claude_cli.complete(

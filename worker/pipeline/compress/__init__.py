@@ -2,7 +2,7 @@
 
 The pipeline's contract (all synchronous; call from a worker thread):
 
-    distiller = Distiller(settings, llm)          # llm: worker.llm.ClaudeClient | None
+    distiller = Distiller(settings, llm)          # llm: worker.llm.client.ClaudeClient | None
 
     distiller.observations(payloads: list[dict], *, final_attempt=False) -> ObservationsResult
         payloads: PostToolUse payloads as Claude Code sent them (redacted again here).
@@ -22,6 +22,6 @@ Modules: `local` (deterministic, no LLM), `claude` (prompts and reply merging),
 `distiller` (the policy above). Models: memory_anchor/schemas/observations.py.
 """
 
-from worker.compress.distiller import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, ObservationsResult
+from worker.pipeline.compress.distiller import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, ObservationsResult
 
 __all__ = ["COOLDOWN_SECONDS", "MAX_DEFERRALS", "Distiller", "ObservationsResult"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.settings import Settings
-from worker.redact import sanitize
+from worker.capture.redact import sanitize
 
 
 def sanitize_event(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -177,7 +177,7 @@ class Inbox:
     def fail(self, event: InboxEvent, error: str) -> bool:
         """Count a processing error: retry after a backoff, or park the event in quarantine
         after QUARANTINE_AFTER tries (kept, not lost). True when it was quarantined."""
-        from worker.quarantine import QUARANTINE_AFTER, Quarantine
+        from worker.store.quarantine import QUARANTINE_AFTER, Quarantine
 
         attempts = event.attempts + 1
         with self.db.transaction() as conn:

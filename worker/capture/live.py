@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from worker.capture.timeline import TIMELINE_KINDS
 from worker.store.records import MAIN, Records, resolve_view
-from worker.timeline import TIMELINE_KINDS
 
 POLL_SECONDS = 1.0
 BATCH = 100

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker.redact import sanitize
+from worker.capture.redact import sanitize
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024  # read at most the last 8 MB of a long session
 _REMINDER = re.compile(r"<system-reminder>.*?(</system-reminder>|\Z)", re.DOTALL)

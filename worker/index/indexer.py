@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from worker.embeddings import Embedder
-from worker.heap import release_free_memory
+from worker.index.embeddings import Embedder
+from worker.index.heap import release_free_memory
+from worker.index.vectors import META_KEYS, VectorItem, Vectors
 from worker.store.db import Database
 from worker.store.records import Records
-from worker.vectors import META_KEYS, VectorItem, Vectors
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class Indexer:
         return done
 
     def _count_failure(self, seqs: list[int], error: str) -> None:
-        from worker.quarantine import QUARANTINE_AFTER, Quarantine
+        from worker.store.quarantine import QUARANTINE_AFTER, Quarantine
 
         for seq in seqs:
             attempts = self._failures.get(seq, 0) + 1
@@ -162,7 +162,7 @@ class Indexer:
 
     def reembed(self, seqs: list[int]) -> int:
         """Embed these versions again and replace their stored vectors (after a model change,
-        worker/reembed.py); versions without a vector are left alone. Returns how many were replaced."""
+        worker/index/reembed.py); versions without a vector are left alone. Returns how many were replaced."""
         if not seqs:
             return 0
         with self._work_lock:

@@ -13,7 +13,7 @@ from typing import Any
 
 from memory_anchor.schemas.mem0 import Mem0AddRequest, Mem0SearchRequest, Mem0UpdateRequest
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
-from worker.memories import MemoryService
+from worker.memory.memories import MemoryService
 from worker.store.records import MAIN, NotFound, RecordError, Records, iso, resolve_view
 
 ENTITY_KEYS = ("user_id", "agent_id", "app_id", "run_id")
@@ -69,7 +69,7 @@ class Mem0Platform:
                     raise NotFound(f"memory {item.memory_id} not found")
                 changes: dict[str, Any] = {}
                 if item.text is not None:
-                    from worker.redact import redact_text
+                    from worker.capture.redact import redact_text
 
                     changes["text"] = redact_text(item.text)
                 if item.metadata is not None:

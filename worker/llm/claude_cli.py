@@ -18,7 +18,7 @@ The spawned session is a plain completion, not an agent:
   (memory_anchor/hookkit/runner.py): a second guard should a Claude Code
   version ever ignore `disableAllHooks`;
 - Claude Code's own retries are off (`CLAUDE_CODE_MAX_RETRIES=0`): the
-  worker's retry policy (worker/llm.py) is the only one, as on the SDK path;
+  worker's retry policy (worker/llm/client.py) is the only one, as on the SDK path;
 - one call at a time per worker (a lock), under a hard timeout that kills the
   whole process group.
 

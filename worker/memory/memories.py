@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
-from worker import filters as filter_language
-from worker.filters import Filter
+from worker.store import filters as filter_language
+from worker.store.filters import Filter
 from worker.store.records import MAIN, NotFound, RecordError, Records, parse_time, resolve_view
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id", "session_id", "project")
@@ -36,7 +36,7 @@ class MemoryService:
             inferred = self._infer(request, branch, happened, actor)
             if inferred is not None:
                 return inferred
-        from worker.redact import redact, redact_text
+        from worker.capture.redact import redact, redact_text
 
         results, seqs = [], []
         with self.db.transaction() as conn:
@@ -68,7 +68,7 @@ class MemoryService:
         return manager.add_from_messages(request, branch=branch, happened_at=happened, actor=actor)
 
     def update(self, memory_id: str, request: UpdateMemoryRequest, *, branch: str = MAIN, actor: str | None = None):
-        from worker.redact import redact, redact_text
+        from worker.capture.redact import redact, redact_text
 
         changes: dict[str, Any] = {"text": redact_text(request.text)}
         with self.db.transaction() as conn:

@@ -1,7 +1,7 @@
 """Which way the worker reaches Claude, and why: the `llm_route` setting decides.
 
 - `auto` (default): `ANTHROPIC_API_KEY` (the `anthropic` SDK), else the user's
-  Claude Code login (the `claude` CLI, worker/claude_cli.py), else local;
+  Claude Code login (the `claude` CLI, worker/llm/claude_cli.py), else local;
 - `api`: the key only; `cli`: the Claude Code login only; `local`: never Claude.
 
 A route that cannot be taken falls to `local`, and its reason says why, for
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_anchor.settings import Settings
-from worker import claude_cli
-from worker.claude_cli import CliStatus
+from worker.llm import claude_cli
+from worker.llm.claude_cli import CliStatus
 
 API, CLI, LOCAL = "api", "cli", "local"
 

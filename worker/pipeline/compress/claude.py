@@ -1,6 +1,6 @@
 """Compression with Claude: the prompts, and turning replies into drafts.
 
-Pure functions, no I/O: the Distiller (worker/compress/distiller.py) makes the
+Pure functions, no I/O: the Distiller (worker/pipeline/compress/distiller.py) makes the
 call. Claude's reply is merged onto the local draft of the same tool use, so
 what the payload states for certain (tool, command, outcome, exit code, files
 touched) survives a vague or partial reply, and a reply that is missing an item
@@ -21,7 +21,7 @@ from memory_anchor.schemas.observations import (
     SessionSummaryDraft,
     shorten,
 )
-from worker.redact import sanitize
+from worker.capture.redact import sanitize
 
 # Per-string limit for what is sent: a batch of tool uses must fit in one call.
 FIELD_MAX_CHARS = 4000

@@ -1,6 +1,6 @@
 """The Distiller: Claude when it can, local compression when it must.
 
-See worker/compress/__init__.py for the contract the pipeline relies on.
+See worker/pipeline/compress/__init__.py for the contract the pipeline relies on.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 from memory_anchor.schemas.observations import ObservationDraft, SessionSummaryDraft
 from memory_anchor.settings import Settings
-from worker.compress import claude, local
-from worker.llm import LLMError, LLMUnavailable
-from worker.redact import sanitize
+from worker.capture.redact import sanitize
+from worker.llm.client import LLMError, LLMUnavailable
+from worker.pipeline.compress import claude, local
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class ObservationsResult:
 class Distiller:
     def __init__(self, settings: Settings, llm: Any = None, *, clock: Callable[[], float] = time.monotonic):
         self.settings = settings
-        self.llm = llm  # a worker.llm.ClaudeClient, or None for local only
+        self.llm = llm  # a worker.llm.client.ClaudeClient, or None for local only
         self._clock = clock
         self._cooldown_until = 0.0
         self._last_error: str | None = None

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from worker.heap import release_free_memory
-from worker.vector_item import META_KEYS, VectorItem
+from worker.index.heap import release_free_memory
+from worker.index.vector_item import META_KEYS, VectorItem
 
 log = logging.getLogger(__name__)
 

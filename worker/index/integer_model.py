@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from worker.atomic_write import replaced_atomically
+from worker.store.atomic_write import replaced_atomically
 
 # Bump when the rewrite changes: cached files of another version are rebuilt.
 REWRITE_VERSION = 4

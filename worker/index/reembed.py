@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from worker.atomic_write import replaced_atomically
+from worker.store.atomic_write import replaced_atomically
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from memory_anchor.projects import is_excluded, project_for_cwd
-from worker.inbox import InboxEvent
+from worker.capture.inbox import InboxEvent
 from worker.store.records import Records, resolve_view
 
 log = logging.getLogger(__name__)

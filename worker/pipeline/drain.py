@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 from memory_anchor import paths
 from memory_anchor.projects import is_excluded, project_for_cwd
-from worker import heap
-from worker.inbox import InboxEvent
-from worker.sessions import Sessions
+from worker.capture.inbox import InboxEvent
+from worker.index import heap
+from worker.pipeline.sessions import Sessions
 from worker.store.records import Records
 
 log = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ class Pipeline:
     def on_tool_use(self, conn, event: InboxEvent, session: dict, draft) -> dict:
         if draft is None:
             return {}
-        from worker.observations import observation_values
+        from worker.pipeline.observations import observation_values
 
         values = observation_values(draft, event.payload)
         record = Records.put(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.schemas.observations import ObservationDraft, WriteObservationRequest
-from worker.redact import sanitize
+from worker.capture.redact import sanitize
 from worker.store.records import MAIN, Records
 
 

@@ -1,0 +1,94 @@
+"""The worker's layers: every import points down, and no modules import each other in a circle.
+
+The layers and what each holds: docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from tests.conftest import ROOT
+
+WORKER = ROOT / "worker"
+
+# Bottom to top. A module may import its own package and any layer below its own.
+LAYERS = [
+    {"store", "lifecycle"},
+    {"capture", "index", "llm"},
+    {"memory"},
+    {"branching"},
+    {"context", "pipeline"},
+    {"api"},
+    {"app", "services", "logs", "__main__"},
+]
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+ENTRY = LAYERS[-1]
+
+
+def module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def worker_imports():
+    """{module: {the worker modules it imports, at the top or inside a function}}."""
+    modules = {module_name(p): p for p in WORKER.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            found.update(t for t in targets if t in modules and t != name and t != "worker")
+        graph[name] = found
+    return graph
+
+
+def layer(module):
+    return module.split(".")[1] if module.count(".") else None
+
+
+def test_every_worker_part_has_a_layer():
+    parts = {layer(m) for m in worker_imports()} - {None}
+    assert parts <= set(RANK), f"put these in a layer (here and in docs/architecture.md): {sorted(parts - set(RANK))}"
+
+
+def test_imports_point_down():
+    upward = [
+        f"{source} -> {target}"
+        for source, targets in worker_imports().items()
+        for target in targets
+        if layer(source) and layer(target) and layer(source) != layer(target)
+        and not (layer(source) in ENTRY and layer(target) in ENTRY)
+        and RANK.get(layer(target), 99) >= RANK.get(layer(source), -1)
+    ]
+    assert not upward, "imports that do not point to a lower layer:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_circles():
+    graph = worker_imports()
+    done, on_path, circles = set(), [], []
+
+    def visit(module):
+        if module in on_path:
+            circles.append(" -> ".join(on_path[on_path.index(module):] + [module]))
+            return
+        if module in done:
+            return
+        on_path.append(module)
+        for target in sorted(graph[module]):
+            visit(target)
+        on_path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+    assert not circles, "modules that import each other in a circle:\n" + "\n".join(circles)
