@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
-from memory_anchor import __version__
+from memory_anchor.version import __version__
 
 INSTRUCTIONS = """\
 Memory Anchor is this project's long-term memory: what earlier sessions did, found and decided.

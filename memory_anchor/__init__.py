@@ -5,7 +5,7 @@ over the worker (see memory_anchor/sdk.py). They are imported on first use:
 hooks import this package on every event and must stay fast.
 """
 
-__version__ = "0.1.0"
+from memory_anchor.version import __version__
 __all__ = ["Memory", "AsyncMemory", "__version__"]
 
 

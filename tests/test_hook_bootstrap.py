@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor import __version__, paths
+from memory_anchor import paths
+from memory_anchor.version import __version__
 from memory_anchor.hookkit import launcher, wire
 from tests.conftest import ROOT
 

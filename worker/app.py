@@ -16,7 +16,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from memory_anchor import __version__, paths
+from memory_anchor import paths
+from memory_anchor.version import __version__
 from memory_anchor.settings import SettingsError, load_settings
 from worker import lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_anchor import __version__, paths
+from memory_anchor import paths
+from memory_anchor.version import __version__
 from memory_anchor.processes import pid_alive
 
 

@@ -1,4 +1,4 @@
-"""`memory-anchor inbox [list|retry ID|drop ID]` and `memory-anchor status`.
+"""`memory-anchor inbox [list|retry ID|drop ID]`.
 
 A captured event that keeps failing is quarantined so that capture goes on;
 these commands show what is quarantined and why, and put it back in line
@@ -22,7 +22,6 @@ def register(sub) -> None:
         action = cmds.add_parser(name, help=what)
         action.add_argument("id", type=int, help="the quarantine ID that `memory-anchor inbox` shows")
         action.set_defaults(handler=handler)
-    sub.add_parser("status", help="the worker's status, with quarantined events (= worker status)").set_defaults(handler=status)
 
 
 def describe(item: dict) -> str:
@@ -59,9 +58,3 @@ def drop(args: argparse.Namespace) -> int:
     item = client(args).delete(f"/api/v1/inbox/quarantine/{args.id}")
     emit(args, item, f"#{args.id} dropped")
     return 0
-
-
-def status(args: argparse.Namespace) -> int:
-    from memory_anchor.cli.worker import status as worker_status
-
-    return worker_status(args)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memory_anchor import __version__
+from memory_anchor.version import __version__
 
 COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor"]
 

@@ -18,6 +18,7 @@ def register(sub) -> None:
     run = actions.add_parser("run", help="run the worker in the foreground")
     run.add_argument("--port", type=int, default=None, help="preferred port (default from settings)")
     run.set_defaults(handler=run_foreground)
+    sub.add_parser("status", help="the worker's status, with quarantined events (= worker status)").set_defaults(handler=status)
 
 
 def _data_dir(args: argparse.Namespace):

@@ -192,7 +192,9 @@ def memory_notice(hook: Hook, root: str) -> tuple[str, str] | None:
     from memory_anchor.hookkit import launcher, status
 
     problem = status.current_problem(
-        root, hook.data_dir, worker_reachable=hook.worker_reachable,
+        root, hook.data_dir, version=launcher.plugin_version(root),
+        environment_ready=launcher.worker_python(root, hook.data_dir) is not None,
+        worker_reachable=hook.worker_reachable,
         building=hook.bootstrap_started or launcher.bootstrap_running(hook.data_dir),
     )  # fmt: skip
     if problem is not None:

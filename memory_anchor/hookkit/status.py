@@ -106,17 +106,20 @@ def spool_note(data_dir: str) -> str:
         return ""
 
 
-def current_problem(plugin_root: str, data_dir: str, *, worker_reachable: bool, building: bool) -> Problem | None:
-    """What to tell the user at SessionStart, or None when memory works."""
-    from memory_anchor.hookkit import launcher
+def current_problem(
+    plugin_root: str, data_dir: str, *, version: str, environment_ready: bool, worker_reachable: bool, building: bool
+) -> Problem | None:
+    """What to tell the user at SessionStart, or None when memory works.
 
+    `version` is the plugin's, `environment_ready` whether its Python environment is
+    built (the launcher knows both; this module only reads and writes the records).
+    """
     if worker_reachable:
         return None
     doctor = doctor_command(plugin_root)
     dropped = spool_note(data_dir)
     failure = read_failure(data_dir)
-    version = launcher.plugin_version(plugin_root)
-    if failure is not None and failure[0] == version and launcher.worker_python(plugin_root, data_dir) is None:
+    if failure is not None and failure[0] == version and not environment_ready:
         # The last build's reason, even while a retry runs: the user may not have fixed it yet.
         problem, fix = failure[1].get("problem") or "setting up failed", failure[1].get("fix") or ""
         fix_text = f" ({fix})" if fix else ""
@@ -133,7 +136,7 @@ def current_problem(plugin_root: str, data_dir: str, *, worker_reachable: bool, 
             "Memory Anchor (long-term memory) is installing itself in the background: nothing is "
             "remembered from earlier sessions yet; this session's events are kept and ingested once it is ready.",
         )
-    if launcher.worker_python(plugin_root, data_dir) is not None and worker_start_failing(data_dir):
+    if environment_ready and worker_start_failing(data_dir):
         log = paths.data_file(os.path.join(paths.LOGS, "worker.stderr.log"), data_dir)
         return Problem(
             f"Memory Anchor is off: its worker does not start (see {log}); {KEPT}{dropped}. Details: {doctor}",

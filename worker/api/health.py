@@ -7,7 +7,7 @@ import time
 
 from aiohttp import web
 
-from memory_anchor import __version__
+from memory_anchor.version import __version__
 
 routes = web.RouteTableDef()
 

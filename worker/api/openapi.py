@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory_anchor import __version__
+from memory_anchor.version import __version__
 from memory_anchor.schemas.branches import NAME_SCHEMA
 from memory_anchor.schemas.errors import ErrorResponse
 from memory_anchor.schemas.filters import COMPONENT_MARKER, FILTER_DEFS

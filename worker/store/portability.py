@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory_anchor import __version__
+from memory_anchor.version import __version__
 from memory_anchor.schemas.portability import (
     ExportEnd,
     ExportHeader,
