@@ -28,7 +28,6 @@ class _ScanContext:
     parse_float = float
     parse_int = int
     parse_constant = {"-Infinity": -_INFINITY, "Infinity": _INFINITY, "NaN": _INFINITY - _INFINITY}.__getitem__
-    memo: dict = {}
 
 
 def _not_serializable(value):

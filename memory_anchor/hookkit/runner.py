@@ -85,10 +85,6 @@ class Hook:
             self._payload = parsed if isinstance(parsed, dict) else {}
         return self._payload
 
-    def deliver(self) -> None:
-        """POST the event; on any failure keep it in the spool (and get a worker going)."""
-        self.finish_delivery(self.send_event())
-
     def send_event(self) -> wire.Pending | None:
         """Send the event without waiting for the answer; None when the worker cannot be reached."""
         if self.info is None:
