@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+# A worker's exit status when another worker already holds its data dir (that one serves it).
+ALREADY_RUNNING_EXIT = 3
+
 
 def pid_alive(pid: int | None) -> bool:
     """Whether a process with this pid exists (one we may not signal counts as alive)."""

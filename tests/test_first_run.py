@@ -169,6 +169,27 @@ def test_a_worker_that_does_not_start_is_reported(tmp_path):
     assert "worker.stderr.log" in out["systemMessage"]
 
 
+@pytest.mark.parametrize("exit_code, failed", [(None, False), (1, True), (0, True), (3, False)])
+def test_session_start_waits_only_for_a_worker_that_is_coming(monkeypatch, exit_code, failed):
+    """The worker SessionStart just started: still running, or beaten by another worker
+    (`ALREADY_RUNNING_EXIT`, that one is coming) is waited for; one that exited is not."""
+    from memory_anchor.processes import ALREADY_RUNNING_EXIT
+
+    assert ALREADY_RUNNING_EXIT == 3
+    script = "import time; time.sleep(60)" if exit_code is None else f"raise SystemExit({exit_code})"
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        if exit_code is not None:
+            child.wait(30)
+        monkeypatch.setattr(launcher, "_started", child)
+        assert launcher.started_worker_failed() is failed
+    finally:
+        child.kill()
+        child.wait()
+    monkeypatch.setattr(launcher, "_started", None)  # it started none (throttled): wait as before
+    assert launcher.started_worker_failed() is False
+
+
 def test_a_reachable_worker_means_no_message_but_dropped_events_are_told_once(worker, tmp_path):
     env = machine_env(tmp_path / "home", Path(NEWER).parent, worker.data_dir, MEMORY_ANCHOR_PYTHON="/bin/true")
     env["PATH"] = os.environ["PATH"]
