@@ -23,6 +23,7 @@ import pytest
 
 from memory_anchor import paths
 from memory_anchor.hookkit import launcher, pythons, spool, status
+from memory_anchor.processes import ALREADY_RUNNING_EXIT
 from tests.conftest import ROOT, tool_use_event
 from tests.test_hooks import EVENTS, HOOKS, base_payload, spool_lines
 
@@ -169,13 +170,10 @@ def test_a_worker_that_does_not_start_is_reported(tmp_path):
     assert "worker.stderr.log" in out["systemMessage"]
 
 
-@pytest.mark.parametrize("exit_code, failed", [(None, False), (1, True), (0, True), (3, False)])
+@pytest.mark.parametrize("exit_code, failed", [(None, False), (1, True), (0, True), (ALREADY_RUNNING_EXIT, False)])
 def test_session_start_waits_only_for_a_worker_that_is_coming(monkeypatch, exit_code, failed):
     """The worker SessionStart just started: still running, or beaten by another worker
     (`ALREADY_RUNNING_EXIT`, that one is coming) is waited for; one that exited is not."""
-    from memory_anchor.processes import ALREADY_RUNNING_EXIT
-
-    assert ALREADY_RUNNING_EXIT == 3
     script = "import time; time.sleep(60)" if exit_code is None else f"raise SystemExit({exit_code})"
     child = subprocess.Popen([sys.executable, "-c", script])
     try:
