@@ -206,6 +206,25 @@ def test_spooled_events_are_ingested_at_start_and_on_request(tmp_path):
         worker.stop()
 
 
+def test_a_spooled_line_is_cut_at_newlines_only(tmp_path):
+    """A garbage line with a stray carriage return is kept aside whole, as one line, and the
+    valid line after it is ingested (text-mode reading would have made it two rejects)."""
+    from memory_anchor import paths
+    from worker.capture.inbox import Inbox
+    from worker.store.db import Database
+
+    spool = tmp_path / "spool.jsonl"
+    valid = json.dumps({"id": "after-cr", "payload": tool_use_event("cr", 1)})
+    spool.write_bytes(b"\x00torn\rgarbage\n" + valid.encode() + b"\n")
+    db = Database(paths.database_path(tmp_path))
+    try:
+        assert Inbox(db).ingest_spool(spool) == 1
+    finally:
+        db.close()
+    rejected = [json.loads(line) for line in (tmp_path / "spool.rejected.jsonl").read_text().splitlines()]
+    assert [r["line"] for r in rejected] == ["\x00torn\rgarbage"]
+
+
 def test_an_agent_can_write_an_observation_on_purpose(shared_worker):
     answer = shared_worker.post(
         "/api/v1/observations",

@@ -3,8 +3,9 @@ what the user is told while memory is not working, the spool's cap, and `doctor`
 
 Machines are simulated with a PATH of symlinks to this image's pyenv Pythons: a
 Mac's `python3` is the Command Line Tools' 3.9, often with a newer one beside it.
-The real environment build (venv + pip install of the whole plugin) runs once in
-this module, in the unreachable-index test, which recovers with it.
+The real environment build runs in the unreachable-index test, which recovers with it:
+a real venv and pip against the index; the dependencies come from this suite's own
+environment (the full install from the index is tests/e2e's first run).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from memory_anchor import paths
 from memory_anchor.hookkit import launcher, pythons, spool, status
+from memory_anchor.processes import ALREADY_RUNNING_EXIT
 from tests.conftest import ROOT, tool_use_event
 from tests.test_hooks import EVENTS, HOOKS, base_payload, spool_lines
 
@@ -166,6 +168,24 @@ def test_a_worker_that_does_not_start_is_reported(tmp_path):
     out = session_start_output(env, "s2")
     assert out["systemMessage"].startswith("Memory Anchor is off: its worker does not start")
     assert "worker.stderr.log" in out["systemMessage"]
+
+
+@pytest.mark.parametrize("exit_code, failed", [(None, False), (1, True), (0, True), (ALREADY_RUNNING_EXIT, False)])
+def test_session_start_waits_only_for_a_worker_that_is_coming(monkeypatch, exit_code, failed):
+    """The worker SessionStart just started: still running, or beaten by another worker
+    (`ALREADY_RUNNING_EXIT`, that one is coming) is waited for; one that exited is not."""
+    script = "import time; time.sleep(60)" if exit_code is None else f"raise SystemExit({exit_code})"
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        if exit_code is not None:
+            child.wait(30)
+        monkeypatch.setattr(launcher, "_started", child)
+        assert launcher.started_worker_failed() is failed
+    finally:
+        child.kill()
+        child.wait()
+    monkeypatch.setattr(launcher, "_started", None)  # it started none (throttled): wait as before
+    assert launcher.started_worker_failed() is False
 
 
 def test_a_reachable_worker_means_no_message_but_dropped_events_are_told_once(worker, tmp_path):
@@ -343,7 +363,42 @@ def make_read_only(root: Path):
     return lambda: subprocess.run(["chmod", "-R", "u+w", str(root)], check=True)
 
 
-# A real venv + pip install of the whole plugin (minutes on a busy 2-core machine).
+def seed_dependencies(env_dir: Path) -> None:
+    """Give a leftover environment the plugin's dependencies from this suite's own environment
+    (hard links, so it costs no copy), as an attempt cut off mid-install leaves them.
+
+    Installing them all from the index is what tests/e2e's first run proves, with the real
+    build; doing it twice costs a full install per run. The recovery's pip still runs for real
+    against the index and installs the plugin itself. Without a virtual environment to share
+    (the suite on a system Python), nothing is seeded and the recovery builds everything.
+    """
+    import shutil
+    import sysconfig
+
+    if sys.prefix == sys.base_prefix:
+        return
+    ours = Path(sysconfig.get_paths()["purelib"])
+    target = env_dir / ours.relative_to(sys.prefix)
+    assert target.is_dir(), f"the failed attempts left no environment at {env_dir}"
+
+    def link(source: str, destination: str) -> None:
+        try:
+            os.link(source, destination)
+        except OSError:  # another file system
+            shutil.copy2(source, destination)
+
+    def project(name: str) -> str:
+        return name.split("-")[0].lower()
+
+    # What the venv came with (pip, setuptools) stays its own, and the plugin, installed editable
+    # here (pointing at this checkout), is what the recovery's pip installs.
+    own = {project(p.name) for p in target.iterdir()}
+    skip = {p.name for p in ours.iterdir() if project(p.name) in own or p.name.startswith(("__editable__", "memory_anchor"))}
+    shutil.copytree(ours, target, dirs_exist_ok=True, copy_function=link,
+                    ignore=lambda directory, names: skip if Path(directory) == ours else ())  # fmt: skip
+
+
+# A real venv and pip against the index, from a read-only plugin root.
 @pytest.mark.timeout(2400)
 def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path):
     """pip cannot reach its index: the user is told why, events are kept; once the index is
@@ -374,6 +429,7 @@ def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path):
         wait_for(lambda: (data / launcher.FAILED_MARKER).stat().st_mtime_ns > failed_at
                  and not launcher.bootstrap_running(str(data)), 300, "the retry to fail too")  # fmt: skip
 
+        seed_dependencies(data / "env" / launcher.plugin_version(str(plugin)))
         # The index is back (this machine's own pip configuration): the next session recovers.
         online = machine_env(tmp_path / "home", bin_dir, data)
         third = session_start_output(online, "s3", plugin)

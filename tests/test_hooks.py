@@ -89,7 +89,10 @@ def test_hooks_import_only_the_standard_library_and_nothing_slow():
     assert out.splitlines() == ["[]", "False"]
 
 
-def test_post_tool_use_reaches_the_real_worker(worker):
+def test_post_tool_use_reaches_the_real_worker(shared_worker):
+    # One worker for the module's posting tests: each counts the inbox before and after and
+    # reads back only its own session.
+    worker = shared_worker
     env = hook_env(worker.data_dir)
     before = worker.get("/api/v1/inbox")["counts"]
     event = tool_use_event("hook-s1", 1, cwd=str(ROOT), output="pelican-7731")
@@ -104,7 +107,8 @@ def test_post_tool_use_reaches_the_real_worker(worker):
 
 
 @pytest.mark.parametrize("event", ["PreCompact", "Stop", "SessionEnd"])
-def test_other_events_are_posted_unchanged(worker, event):
+def test_other_events_are_posted_unchanged(shared_worker, event):
+    worker = shared_worker
     env = hook_env(worker.data_dir)
     extra = {"PreCompact": {"trigger": "manual", "custom_instructions": None},
              "Stop": {"stop_hook_active": False, "last_assistant_message": "done"},

@@ -156,3 +156,18 @@ def test_cli_start_status_stop(tmp_path):
     after = subprocess.run([*cli, "worker", "status"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert after.returncode == 1 and "no worker running" in after.stdout
     assert os.path.exists(data_dir / "memory.sqlite3")
+
+
+def test_a_worker_this_process_started_is_stopped_and_collected(tmp_path, monkeypatch):
+    """The SDK and the benchmarks start the worker as their own child: stopping it must
+    collect it, not take its zombie (which still answers kill(pid, 0)) for a live worker."""
+    from worker import lifecycle
+
+    data_dir = tmp_path / "data"
+    for key, value in worker_env(data_dir).items():
+        monkeypatch.setenv(key, value)
+    info = lifecycle.start_background(data_dir, wait=60)
+    assert lifecycle.stop(data_dir) is True
+    assert not os.path.exists(f"/proc/{info.pid}"), "the exited worker was left a zombie"
+    entries = [json.loads(line) for line in (data_dir / "logs" / "worker.log").read_text().splitlines()]
+    assert any(e["message"] == "worker stopped" for e in entries), "it stopped on SIGTERM, cleanly"

@@ -17,6 +17,7 @@ from pathlib import Path
 from aiohttp import web
 
 from memory_anchor import paths
+from memory_anchor.processes import ALREADY_RUNNING_EXIT
 from memory_anchor.version import __version__
 from memory_anchor.settings import SettingsError, load_settings
 from worker import lifecycle
@@ -143,7 +144,7 @@ def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
         lock = lifecycle.acquire_lock(data_dir)
     except lifecycle.AlreadyRunning as exc:
         print(f"memory-anchor: {exc}", flush=True)
-        return 3
+        return ALREADY_RUNNING_EXIT
     try:
         settings = load_settings(data_dir)
     except SettingsError as exc:

@@ -22,7 +22,7 @@ from typing import Any
 
 from memory_anchor import paths
 from memory_anchor.version import __version__
-from memory_anchor.processes import pid_alive
+from memory_anchor.processes import exited_child, pid_alive
 
 
 class AlreadyRunning(Exception):
@@ -174,7 +174,7 @@ def stop(data_dir: Path, *, wait: float = 15.0) -> bool:
     os.kill(info.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        if not pid_alive(info.pid):
+        if exited_child(info.pid) or not pid_alive(info.pid):
             return True
         time.sleep(0.05)
     os.kill(info.pid, signal.SIGKILL)

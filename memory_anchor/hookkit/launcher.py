@@ -76,7 +76,7 @@ def worker_python(plugin_root: str, data_dir: str) -> tuple[str, dict[str, str]]
     return None
 
 
-def _spawn_detached(argv: list[str], env: dict[str, str], cwd: str, log_file: str) -> None:
+def _spawn_detached(argv: list[str], env: dict[str, str], cwd: str, log_file: str):
     """Start a process in its own session with no link to the hook's pipes.
 
     Claude Code waits for a hook's stdout/stderr to close, so the child must not
@@ -90,7 +90,7 @@ def _spawn_detached(argv: list[str], env: dict[str, str], cwd: str, log_file: st
             "creationflags": getattr(subprocess, "DETACHED_PROCESS", 0)
             | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         }
-        subprocess.Popen(
+        return subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, **kwargs
         )
 
@@ -100,6 +100,18 @@ def _recently(path: str, seconds: float) -> bool:
         return time.time() - os.stat(path).st_mtime < seconds
     except OSError:
         return False
+
+
+# The worker this process started last, if any: SessionStart asks whether it is still coming.
+_started = None
+
+
+def started_worker_failed() -> bool:
+    """Whether the worker this process started has exited already, and not because another
+    worker holds the data dir (that one is on its way): then no worker is coming to wait for."""
+    from memory_anchor.processes import ALREADY_RUNNING_EXIT
+
+    return _started is not None and _started.poll() not in (None, ALREADY_RUNNING_EXIT)
 
 
 def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> bool:
@@ -119,7 +131,8 @@ def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> b
     env = dict(os.environ)
     env.update(extra)
     env["MEMORY_ANCHOR_DATA_DIR"] = data_dir
-    _spawn_detached(
+    global _started
+    _started = _spawn_detached(
         [python, "-m", "worker", "run", "--data-dir", data_dir],
         env,
         data_dir,

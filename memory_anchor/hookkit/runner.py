@@ -232,6 +232,8 @@ def session_start(hook: Hook) -> None:
             # We just asked for a worker and have nothing cached: give it a moment.
             deadline = time.monotonic() + NEW_WORKER_WAIT
             while context is None and time.monotonic() < deadline:
+                if launcher.started_worker_failed():  # it crashed, or cannot run: nothing to wait for
+                    break
                 time.sleep(0.1)
                 hook.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, hook.data_dir))
                 data = hook.get_json("GET", target, b"", max(0.1, deadline - time.monotonic()))

@@ -65,15 +65,26 @@ def machine(tmp_path, claude_bin, plugin_root, fake_api):
     stop_worker(home)
 
 
-def stop_worker(home: ClaudeHome) -> None:
-    data = home.home / ".claude" / "plugins" / "data"
-    for info in data.glob("*/worker.json"):
-        try:
-            import os
+def stop_worker(home: ClaudeHome, wait: float = 30.0) -> None:
+    """SIGTERM the worker the hooks started, and wait for it to exit while the fake API is still
+    up (it is torn down after this): a distilling call in flight then finishes, instead of
+    retrying a closed port until the stray-process reaper kills the worker 10 s later."""
+    import os
 
-            os.kill(json.loads(info.read_text())["pid"], 15)
+    from tests.conftest import _running
+
+    pids = []
+    for info in (home.home / ".claude" / "plugins" / "data").glob("*/worker.json"):
+        try:
+            pid = json.loads(info.read_text())["pid"]
+            os.kill(pid, 15)
+            pids.append(pid)
         except (OSError, ValueError, KeyError):
             pass
+    try:
+        wait_for(lambda: not any(_running(pid) for pid in pids), wait, interval=0.05, message="the worker to stop")
+    except AssertionError:
+        pass  # still stopping: the stray-process reaper ends it
 
 
 def main_requests(fake_api, since: int = 0) -> list[dict]:
@@ -201,7 +212,7 @@ def test_first_run_bootstraps_and_loses_nothing(tmp_path, claude_bin, plugin_roo
         spooled = [json.loads(line) for line in (data / "spool.jsonl").read_text().splitlines()]
         names = {e["payload"]["hook_event_name"] for e in spooled}
         assert names >= {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
-        wait_for(lambda: (data / "worker.json").exists(), 900, interval=1, message="the bootstrap to start the worker")
+        wait_for(lambda: (data / "worker.json").exists(), 900, message="the bootstrap to start the worker")
         client, observation = session_one_observation(home, marker)
         db = sqlite3.connect(data / "memory.sqlite3")
         stored = {row[0] for row in db.execute("SELECT dedup_key FROM inbox")}

@@ -221,8 +221,9 @@ class Inbox:
             spool_lock.release(lock_fd)
         arrivals: list[Arrival] = []
         rejects: list[str] = []
-        # Lines end with "\n" only: splitlines() would also cut at U+2028 or \x85 inside a JSON string.
-        for line in claimed.read_text(encoding="utf-8", errors="replace").split("\n"):
+        # Lines end with "\n" only: splitlines() would also cut at U+2028 or \x85 inside a JSON string,
+        # and reading as text would cut at a stray "\r" (a torn line's garbage), rejecting it as two.
+        for line in claimed.read_bytes().decode("utf-8", errors="replace").split("\n"):
             if not line.strip():
                 continue
             try:
