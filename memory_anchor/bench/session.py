@@ -23,6 +23,11 @@ Two conditions of Claude Code's own matter, and the bench states both:
 - The floor. A third HOME has a plugin with nothing in it but its manifest,
   installed the same way: what Claude Code itself spends on any installed
   plugin, which no plugin can save.
+
+`--parts` adds two more HOMEs, the plugin without its MCP server (hooks only)
+and without its hooks (MCP server only), so that Memory Anchor's share splits
+into what the hook processes cost and what the MCP bridge costs (its start,
+and Claude Code's wait for a stdio server to exit, which it polls every 50 ms).
 """
 
 from __future__ import annotations
@@ -76,17 +81,23 @@ def run(args) -> int:
         plugin = ClaudeHome(base / "plugin", fake.base_url, developer_python=sys.executable)
         plugin.install_plugin(copy_plugin(base / "clone"))
         empty.install_plugin(manifest_only(base / "empty-plugin"))
-        for home in (plain, empty, plugin):
+        order = [("without", plain), ("empty", empty), ("with", plugin)]
+        if args.parts:
+            # Each HOME has its own plugin data dir, so each variant runs (and is timed with) its own worker.
+            for name, drop in (("hooks only", ".mcp.json"), ("MCP only", "hooks")):
+                home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=sys.executable)
+                home.install_plugin(without(copy_plugin(base / f"clone-{drop.strip('.')}"), drop))
+                order.append((name, home))
+        for _, home in order:
             if not args.proxy:
                 home.env["ENABLE_TOOL_SEARCH"] = "true"
         try:
-            for home in (plugin, empty, plain):  # the worker starts and loads the MCP server; node's caches warm
+            for _, home in reversed(order):  # the worker starts and loads the MCP server; node's caches warm
                 home.run(RUN_MARKER)
-            times: dict[str, list[float]] = {"without": [], "empty": [], "with": []}
+            times: dict[str, list[float]] = {name: [] for name, _ in order}
             bridge = ProcessWatch(BRIDGE_SCRIPT)
             with bridge:
                 for round_ in range(args.runs):
-                    order = [("without", plain), ("empty", empty), ("with", plugin)]
                     for name, home in order if round_ % 2 == 0 else reversed(order):
                         started = time.perf_counter()
                         home.run(RUN_MARKER)
@@ -94,9 +105,17 @@ def run(args) -> int:
             hooks = hook_times(plugin, base / "shim", args.hook_runs, RUN_MARKER)
             worker_rss = worker_rss_mb(plugin)
         finally:
-            stop_worker(plugin)
+            for _, home in order:
+                stop_worker(home)
     report(times, hooks, bridge, worker_rss, proxy=args.proxy)
     return 0
+
+
+def without(plugin_root: Path, name: str) -> Path:
+    """The plugin with one of its parts removed (`.mcp.json`: no MCP server; `hooks`: no hooks)."""
+    part = plugin_root / name
+    shutil.rmtree(part) if part.is_dir() else part.unlink()
+    return plugin_root
 
 
 def manifest_only(target: Path) -> Path:
@@ -128,6 +147,11 @@ def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge:
     floor = statistics.median(e - o for e, o in zip(times["empty"], times["without"]))
     print(f"  floor           {floor:+.2f} s per session   (Claude Code's own cost of an installed plugin, paired; "
           f"Memory Anchor's share: {paired - floor:+.2f} s)")  # fmt: skip
+    for part in ("hooks only", "MCP only"):
+        if part in times:
+            share = statistics.median(p - e for p, e in zip(times[part], times["empty"]))
+            print(f"  {part:15} median {statistics.median(times[part]):.2f} s   "
+                  f"({share:+.2f} s over the empty plugin, paired)")  # fmt: skip
     if bridge.peak_kb:
         mb = bridge.peak_kb / 1024
         verdict = "ok" if mb <= TARGETS["bridge_rss_mb"] else "over target"

@@ -69,6 +69,8 @@ def register(sub) -> None:
     session = which.add_parser("session", help=BENCHES["session"] + " (a checkout, after `make e2e-deps`)")
     session.add_argument("--runs", type=int, default=10, help="timed sessions of each kind")
     session.add_argument("--hook-runs", type=int, default=5, help="extra sessions that time each hook (0: skip)")
+    session.add_argument("--parts", action="store_true",
+                         help="also the plugin with hooks only and with its MCP server only: where its share goes")
     session.add_argument("--proxy", action="store_true",
                          help="tool search off, as behind a proxy (Claude Code then waits for MCP servers first)")
     session.set_defaults(handler=_runner("session"))

@@ -13,15 +13,17 @@ from tests.e2e.harness import ROOT, ensure_claude_installed
 pytestmark = pytest.mark.e2e
 
 
-def test_bench_session_prints_medians_ratio_hooks_and_bridge_rss():
+def test_bench_session_prints_medians_ratio_parts_hooks_and_bridge_rss():
     ensure_claude_installed()
     done = subprocess.run([sys.executable, "-m", "memory_anchor.cli.main", "bench", "session", "--runs", "1",
-                           "--hook-runs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+                           "--hook-runs", "1", "--parts"], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert re.search(r"without plugin\s+median \d+\.\d\d s", out) and re.search(r"with plugin\s+median \d+\.\d\d s", out)
     assert re.search(r"empty plugin\s+median \d+\.\d\d s", out) and re.search(r"floor\s+[-+]\d+\.\d\d s", out)
     assert re.search(r"ratio\s+\d+\.\d\d", out)
+    for part in ("hooks only", "MCP only"):
+        assert re.search(rf"{part}\s+median \d+\.\d\d s\s+\([-+]\d+\.\d\d s over the empty plugin", out), out
     assert re.search(r"bridge RSS\s+\d+\.\d MB peak over [1-9]", out), out
     for hook in ("session_start", "user_prompt_submit", "post_tool_use", "stop", "session_end"):
         assert re.search(rf"{hook}\s+\d+ ms", out), out
