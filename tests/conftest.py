@@ -227,3 +227,21 @@ def wait_for(condition, *, timeout: float = 60.0, what: str = "condition") -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One throwaway PostgreSQL server for the whole test session (tests/postgres.py)."""
+    from tests.postgres import start_cluster
+
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster) -> str:
+    """A fresh, empty database of its own for one test, as the server's superuser."""
+    return postgres_cluster.url(postgres_cluster.create_database())
