@@ -130,3 +130,26 @@ def start_cluster() -> Cluster:
         cluster.stop()
         raise
     return cluster
+
+
+def init_team_database(cluster: Cluster) -> str:
+    """A fresh database prepared as `memory-anchor storage init` does, by the superuser; its name."""
+    import psycopg
+
+    from worker.store.postgres.schema import apply_schema
+
+    name = cluster.create_database()
+    with psycopg.connect(cluster.url(name), autocommit=True) as conn:
+        apply_schema(conn)
+    return name
+
+
+def member_url(cluster: Cluster, database: str, role: str) -> str:
+    """The URL a developer's worker uses: their own role, made a member as `storage add-member` does."""
+    import psycopg
+
+    from worker.store.postgres.roles import add_member
+
+    with psycopg.connect(cluster.url(database), autocommit=True) as conn:
+        add_member(conn, role)
+    return cluster.url(database, user=role)
