@@ -245,3 +245,21 @@ def postgres_cluster():
 def postgres_url(postgres_cluster) -> str:
     """A fresh, empty database of its own for one test, as the server's superuser."""
     return postgres_cluster.url(postgres_cluster.create_database())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_db(request, tmp_path):
+    """The store on each backend: a real SQLite file, and a real PostgreSQL team database reached
+    as a developer's own role (row-level security in force)."""
+    if request.param == "sqlite":
+        from worker.store.db import Database
+
+        database = Database(tmp_path / "memory.sqlite3")
+    else:
+        from tests.postgres import init_team_database, member_url
+        from worker.store.postgres.database import PostgresDatabase
+
+        cluster = request.getfixturevalue("postgres_cluster")
+        database = PostgresDatabase(member_url(cluster, init_team_database(cluster), "dev"))
+    yield database
+    database.close()

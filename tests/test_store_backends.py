@@ -16,22 +16,15 @@ import pytest
 from worker.branching import branches as registry
 from worker.branching import snapshots
 from worker.store import filters
-from worker.store.db import Database
 from worker.store.dialect import dialect_of
 from worker.store.postgres.database import PostgresDatabase
 from worker.store.records import NotFound, Records, resolve_view
 from tests.postgres import init_team_database, member_url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        database = Database(tmp_path / "memory.sqlite3")
-    else:
-        cluster = request.getfixturevalue("postgres_cluster")
-        database = PostgresDatabase(member_url(cluster, init_team_database(cluster), "dev"))
-    yield database
-    database.close()
+@pytest.fixture
+def db(store_db):
+    return store_db
 
 
 def put(db, text, *, kind="fact", branch="main", **values):

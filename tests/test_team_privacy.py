@@ -15,8 +15,9 @@ from psycopg import errors
 
 from memory_anchor.cli.main import main
 from worker.branching import branches as registry
+from worker.branching import snapshots
 from worker.store.postgres.database import PostgresDatabase
-from worker.store.records import Records, resolve_view
+from worker.store.records import RecordError, Records, resolve_view
 
 
 @pytest.fixture
@@ -146,17 +147,26 @@ def test_a_branch_is_deleted_by_its_author_only_and_takes_every_row_on_it(team):
         with alice_store.transaction() as conn:
             registry.create_branch(conn, "alice-experiment")
             Records.put(conn, "fact", "tried on the experiment", branch="alice-experiment")
+            snapshots.create_snapshot(conn, "alice-checkpoint", "alice-experiment")
         with bob_store.transaction() as conn:
             Records.put(conn, "prompt", "bob's prompt on alice's branch", branch="alice-experiment")
+
+        with pytest.raises(RecordError) as refused, bob_store.transaction() as conn:
+            registry.delete_branch(conn, "alice-experiment")
+        assert refused.value.code == "not_branch_author" and "created by alice" in str(refused.value)
+        with pytest.raises(RecordError, match="taken by alice"), bob_store.transaction() as conn:
+            snapshots.delete_snapshot(conn, "alice-checkpoint")
+        with bob(team) as conn:  # and without our code, the database says the same
+            assert conn.execute("DELETE FROM branches WHERE name = 'alice-experiment'").rowcount == 0
+            assert conn.execute("DELETE FROM branches WHERE name = 'main'").rowcount == 0
+            assert conn.execute("DELETE FROM snapshots").rowcount == 0
+
+        with alice_store.transaction() as conn:
+            deleted = registry.delete_branch(conn, "alice-experiment")
+        assert deleted["deleted_versions"] == 1 and deleted["deleted_snapshots"] == 1  # all alice could see
     finally:
         alice_store.close()
         bob_store.close()
-
-    with bob(team) as conn:
-        assert conn.execute("DELETE FROM branches WHERE name = 'alice-experiment'").rowcount == 0
-        assert conn.execute("DELETE FROM branches WHERE name = 'main'").rowcount == 0
-    with psycopg.connect(team["alice"], autocommit=True) as alice:
-        assert alice.execute("DELETE FROM branches WHERE name = 'alice-experiment'").rowcount == 1
-        assert alice.execute("DELETE FROM branches WHERE name = 'main'").rowcount == 0
     with psycopg.connect(team["owner"]) as owner:
         assert owner.execute("SELECT count(*) FROM records WHERE branch = 'alice-experiment'").fetchone()[0] == 0
+        assert owner.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0

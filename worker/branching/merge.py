@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from worker.branching import branches as registry
 from worker.branching.diff import Change, Conflict, Diff, compute_diff, is_live, normalise
 from worker.store.db import Database
+from worker.store.dialect import table_exists
 from worker.store.records import MAIN, RecordError, Records, ensure_writable, iso
 
 log = logging.getLogger(__name__)
@@ -425,18 +426,18 @@ class _Planner:
             "INSERT INTO merge_copies(target_seq, origin_seq, merge_id) VALUES (?, ?, ?)",
             (written["seq"], self.diff.canon.get(row["seq"], row["seq"]), self.merge_id),
         )
-        if not _table_exists(self.conn, "conflicts"):
+        if not table_exists(self.conn, "conflicts"):
             return
-        cursor = self.conn.execute(
+        conflict_id = self.conn.execute(
             "INSERT INTO conflicts(status, project, branch, existing_id, candidate_id, fact_key, reason, agent_id,"
-            " created_at) VALUES ('open', ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at) VALUES ('open', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (conflict.target.row.get("project") or "", self.diff.target, conflict.target.id, row["id"],
              conflict.fact_key, f"merge of {self.diff.source} into {self.diff.target}: {conflict.reason}",
              row.get("agent_id"), time.time()),
-        )  # fmt: skip
+        ).fetchone()[0]  # fmt: skip
         for entry in self.report.conflicts:
             if entry["key"] == conflict.key:
-                entry["conflict_id"] = str(cursor.lastrowid)
+                entry["conflict_id"] = str(conflict_id)
 
     def _reject(self, change: Change, reason: str) -> None:
         self.report.rejected.append({"id": change.id, "kind": change.row["kind"], "reason": reason})
@@ -460,10 +461,6 @@ def _item(row: dict[str, Any], action: str, target_seq: int, source_seq: int | N
         "id": row["id"], "kind": row["kind"], "action": action, "source_seq": source_seq,
         "target_seq": target_seq, "text": row.get("text") or "", "squashed_from": [],
     }  # fmt: skip
-
-
-def _table_exists(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 def _head_of(diff: Diff) -> int | None:

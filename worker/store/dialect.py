@@ -31,3 +31,12 @@ def truth(dialect: str, value: bool) -> str:
     if dialect == SQLITE:
         return "1" if value else "0"
     return "true" if value else "false"
+
+
+def table_exists(conn: Any, name: str) -> bool:
+    """Whether the database behind `conn` has the table `name` (areas of the schema grow apart)."""
+    if dialect_of(conn) == SQLITE:
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    else:
+        sql = "SELECT 1 WHERE to_regclass(?) IS NOT NULL"
+    return conn.execute(sql, (name,)).fetchone() is not None

@@ -381,6 +381,37 @@ class Records:
         ).fetchone()
         return row_to_dict(stored)
 
+    @staticmethod
+    def remove_branch_rows(conn: sqlite3.Connection, branch: str) -> None:
+        """Remove every version written on `branch`, just before its registry row goes.
+
+        The one way rows leave the append-only table (`branches.delete_branch`).
+        SQLite: the rows, their keyword index entries, pending vectors and merge
+        copies. PostgreSQL: nothing here; deleting the branch row takes them all
+        (ON DELETE CASCADE, postgres/schema.py), other members' private rows
+        included, which a member could neither see nor delete.
+        """
+        if dialect_of(conn) != SQLITE:
+            return
+        rows = conn.execute(
+            # As the index holds them (fts_words: migration 0005_cjk_keywords).
+            "SELECT seq, op, fts_words(text) AS text, fts_words(coalesce(title, '')) AS title FROM records"
+            " WHERE branch = ?",
+            (branch,),
+        ).fetchall()
+        for r in rows:
+            if r["op"] == "put" and r["text"] != "":
+                # records_fts is an external-content index: removing a row needs its old values.
+                conn.execute(
+                    "INSERT INTO records_fts(records_fts, rowid, text, title) VALUES ('delete', ?, ?, ?)",
+                    (r["seq"], r["text"], r["title"]),
+                )
+        conn.execute("DELETE FROM pending_vectors WHERE seq IN (SELECT seq FROM records WHERE branch = ?)", (branch,))
+        conn.execute(
+            "DELETE FROM merge_copies WHERE target_seq IN (SELECT seq FROM records WHERE branch = ?)", (branch,)
+        )
+        conn.execute("DELETE FROM records WHERE branch = ?", (branch,))
+
     # --- reads ------------------------------------------------------------
 
     @staticmethod

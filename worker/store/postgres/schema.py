@@ -365,6 +365,9 @@ MIGRATIONS: list[Migration] = [
         GRANT UPDATE (status, resolved_at, resolved_by, resolution, note) ON conflicts TO {MEMBER_ROLE};
         GRANT UPDATE (restored_at) ON event_archive TO {MEMBER_ROLE};
         GRANT UPDATE (closed_at, closed_by, closed_because) ON open_items TO {MEMBER_ROLE};
+        -- A merge is recorded 'pending', then completed in the same transaction by whoever ran it.
+        GRANT UPDATE (merged_by, target_seq_after, items_merged, items_rejected, conflicts) ON merges TO {MEMBER_ROLE};
+        CREATE POLICY merges_complete ON merges FOR UPDATE TO {MEMBER_ROLE} USING (author = current_user);
         DO $$
         DECLARE
             shared text;
