@@ -244,7 +244,9 @@ def postgres_cluster():
 @pytest.fixture
 def postgres_url(postgres_cluster) -> str:
     """A fresh, empty database of its own for one test, as the server's superuser."""
-    return postgres_cluster.url(postgres_cluster.create_database())
+    name = postgres_cluster.create_database()
+    yield postgres_cluster.url(name)
+    postgres_cluster.drop_database(name)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -260,6 +262,8 @@ def store_db(request, tmp_path):
         from worker.store.postgres.database import PostgresDatabase
 
         cluster = request.getfixturevalue("postgres_cluster")
-        database = PostgresDatabase(member_url(cluster, init_team_database(cluster), "dev"))
+        name = init_team_database(cluster)
+        database = PostgresDatabase(member_url(cluster, name, "dev"))
+        request.addfinalizer(lambda: cluster.drop_database(name))
     yield database
     database.close()

@@ -235,7 +235,8 @@ def test_a_failed_transaction_leaves_nothing(db):
 @pytest.fixture
 def team(postgres_cluster):
     database = init_team_database(postgres_cluster)
-    return postgres_cluster, database
+    yield postgres_cluster, database
+    postgres_cluster.drop_database(database)
 
 
 def test_a_write_waits_for_the_open_one_so_seqs_follow_commit_order(team):

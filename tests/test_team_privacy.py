@@ -29,11 +29,12 @@ def team(postgres_cluster, capsys):
     for developer in ("alice", "bob"):
         assert main(["storage", "add-member", developer, "--url", owner]) == 0
     capsys.readouterr()
-    return {
+    yield {
         "owner": owner,
         "alice": postgres_cluster.url(database, user="alice"),
         "bob": postgres_cluster.url(database, user="bob"),
     }
+    postgres_cluster.drop_database(database)
 
 
 @pytest.fixture
