@@ -29,6 +29,15 @@ def test_init_creates_the_schema_once_and_then_has_nothing_to_apply(postgres_url
     assert forced == {"records": True, "sessions": True, "branches": True}
 
 
+def test_init_upgrades_an_older_schema_with_the_migrations_it_lacks(postgres_url, capsys):
+    from worker.store.postgres.schema import MIGRATIONS, apply_schema
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert apply_schema(conn, MIGRATIONS[:2]) == ["0001_versioned_core", "0002_memory_model"]
+    code, out, _ = run(capsys, "storage", "init", postgres_url)
+    assert code == 0 and out.splitlines()[0] == "applied: " + ", ".join(name for name, _ in MIGRATIONS[2:])
+
+
 def test_add_member_creates_the_login_role_and_grants_membership(postgres_url, capsys):
     run(capsys, "storage", "init", postgres_url)
     code, out, _ = run(capsys, "storage", "add-member", "carol", "--url", postgres_url)
@@ -38,6 +47,12 @@ def test_add_member_creates_the_login_role_and_grants_membership(postgres_url, c
     assert code == 0 and "role carol exists" in out and "already a member" in out
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT pg_has_role('carol', 'memory_anchor_member', 'MEMBER')").fetchone()[0]
+
+
+def test_add_member_refuses_a_role_name_that_postgresql_would_fold(postgres_url, capsys):
+    run(capsys, "storage", "init", postgres_url)
+    code, _, err = run(capsys, "storage", "add-member", "Alice", "--url", postgres_url)
+    assert code == 1 and "lower-case" in err
 
 
 def test_add_member_before_init_says_to_run_init(postgres_url, capsys):
@@ -71,3 +86,15 @@ def test_a_role_without_rights_is_told_to_use_the_owner(postgres_cluster, postgr
     database = postgres_url.rsplit("/", 1)[1]
     code, _, err = run(capsys, "storage", "init", postgres_cluster.url(database, user="nobody_special"))
     assert code == 1 and "lacks the right" in err and "database owner" in err
+
+
+def test_the_storage_url_setting_is_empty_or_a_postgresql_url(monkeypatch, tmp_path):
+    from memory_anchor.settings import Settings, SettingsError, load_settings
+
+    assert Settings().storage_url == ""
+    assert Settings(storage_url=" postgresql://alice@db/team ").storage_url == "postgresql://alice@db/team"
+    with pytest.raises(ValueError, match="postgresql://"):
+        Settings(storage_url="mysql://alice@db/team")
+    monkeypatch.setenv("MEMORY_ANCHOR_STORAGE_URL", "sqlite:///x")
+    with pytest.raises(SettingsError, match="storage_url"):
+        load_settings(tmp_path, write_defaults=False)

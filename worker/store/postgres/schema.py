@@ -404,7 +404,7 @@ MIGRATIONS: list[Migration] = [
 _MIGRATION_LOCK = WRITE_ORDER_LOCK + 1
 
 
-def apply_schema(conn) -> list[str]:
+def apply_schema(conn, migrations: list[Migration] = MIGRATIONS) -> list[str]:
     """Apply every migration not yet recorded, in one transaction; returns the names applied.
 
     `conn` is a psycopg connection of the database owner, outside a transaction.
@@ -417,7 +417,7 @@ def apply_schema(conn) -> list[str]:
         )
         done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
         applied = []
-        for name, sql in MIGRATIONS:
+        for name, sql in migrations:
             if name in done:
                 continue
             conn.execute(sql)
