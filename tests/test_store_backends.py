@@ -272,3 +272,13 @@ def test_a_database_without_the_schema_is_refused_with_what_to_run(postgres_clus
 
     with pytest.raises(StorageError, match="storage init"):
         PostgresDatabase(postgres_url)
+
+
+def test_an_unreachable_server_is_told_at_once(postgres_cluster):
+    from tests.postgres import free_port
+    from worker.store.postgres.connect import StorageError
+
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="cannot connect to PostgreSQL at"):
+        PostgresDatabase(f"postgresql://dev@127.0.0.1:{free_port()}/team")
+    assert time.monotonic() - started < 5

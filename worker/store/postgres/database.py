@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from worker.store.dialect import POSTGRES
 from worker.store.postgres.connect import CONNECT_TIMEOUT_SECONDS, StorageError, check_url, connect
@@ -85,6 +85,9 @@ class PostgresDatabase:
 
     def __init__(self, url: str, *, max_size: int = POOL_MAX_SIZE):
         self.url = check_url(url)
+        # One direct connection first: a wrong URL, a server that is down or a refused login is
+        # told at once and plainly, where the pool would retry until its timeout and say only that.
+        connect(self.url).close()
         self.pool = ConnectionPool(
             self.url,
             min_size=1,
@@ -94,9 +97,9 @@ class PostgresDatabase:
         )
         try:
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
-        except Exception as exc:  # the pool's timeout hides the driver's reason; connect once for it
+        except PoolTimeout as exc:
             self.pool.close()
-            raise StorageError(f"cannot connect to PostgreSQL: {_reason(self.url, exc)}") from exc
+            raise StorageError(f"PostgreSQL did not give a connection within {CONNECT_TIMEOUT_SECONDS} s") from exc
         self._local = threading.local()
         self._readers: list[psycopg.Connection] = []
         self._readers_lock = threading.Lock()
@@ -153,11 +156,3 @@ class PostgresDatabase:
                 self.pool.putconn(raw)
             self._readers.clear()
         self.pool.close()
-
-
-def _reason(url: str, exc: Exception) -> str:
-    try:
-        connect(url).close()
-    except StorageError as direct:
-        return str(direct)
-    return str(exc)
