@@ -158,6 +158,14 @@ def test_mem0_filters_on_metadata_columns_and_times(db):
         "perf work", "db work", "legacy work",
     ]  # fmt: skip
     assert texts(db, **where(db, {"created_at": {"lt": "2000-01-01"}})) == []
+    assert texts(db, **where(db, {"user_id": {"icontains": "AL"}})) == ["perf work"]
+    assert texts(db, **where(db, {"memory": {"icontains": "DB W"}})) == ["db work"]
+    assert texts(db, **where(db, {"topic": None})) == ["legacy work"]
+    assert texts(db, **where(db, {"priority": {"nin": [3, 10]}})) == ["legacy work"]
+    assert texts(db, **where(db, {"priority": {"lt": "z"}})) == ["legacy work"]  # strings with strings
+    assert texts(db, **where(db, {"kind": {"ne": "fact"}})) == []
+    assert texts(db, **where(db, {"user_id": {"gt": "b"}})) == ["db work", "legacy work"]
+    assert texts(db, **where(db, {"metadata": {"topic": "db", "priority": 10}})) == ["db work"]
 
 
 def test_latest_walks_newest_first_and_skips_superseded_versions(db):

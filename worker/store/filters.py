@@ -298,10 +298,10 @@ def _leaf_postgres(node: tuple, alias: str) -> tuple[str, list[Any]]:
     key = name.replace('"', "")
     if op == "any":
         text, params = f"({json_text} IS NOT NULL AND {json_text} <> '')", [key, key]
+    elif op == "eq" and operand is None:
+        text, params = f"({json_value} IS NULL)", [key]
     elif op == "eq":
-        text, params = (
-            (f"({json_value} IS NULL)", [key]) if operand is None else (f"({json_value} = CAST(? AS JSONB))", [key, _json(operand)])
-        )
+        text, params = f"({json_value} = CAST(? AS JSONB))", [key, _json(operand)]
     elif op == "ne":
         text, params = f"({json_value} IS DISTINCT FROM CAST(? AS JSONB))", [key, _json(operand)]
     elif op in ("in", "nin"):
