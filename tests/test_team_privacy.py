@@ -16,6 +16,7 @@ from psycopg import errors
 from memory_anchor.cli.main import main
 from worker.branching import branches as registry
 from worker.branching import snapshots
+from worker.branching.merge import MergeEngine, list_merges
 from worker.store.postgres.database import PostgresDatabase
 from worker.store.records import RecordError, Records, resolve_view
 
@@ -171,3 +172,24 @@ def test_a_branch_is_deleted_by_its_author_only_and_takes_every_row_on_it(team):
     with psycopg.connect(team["owner"]) as owner:
         assert owner.execute("SELECT count(*) FROM records WHERE branch = 'alice-experiment'").fetchone()[0] == 0
         assert owner.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
+
+
+def test_a_merge_of_private_rows_keeps_their_text_out_of_the_shared_merge_history(team):
+    alice_store = PostgresDatabase(team["alice"])
+    try:
+        with alice_store.transaction() as conn:
+            registry.create_branch(conn, "alice-spike")
+            Records.put(conn, "prompt", "alice's private prompt on the spike", branch="alice-spike")
+            Records.put(conn, "fact", "the spike proved the cache works", branch="alice-spike")
+        result = MergeEngine(alice_store).merge("alice-spike", "main", "accept", actor="alice")
+        assert sorted(item["text"] for item in result["merged"]) == [  # alice is told everything
+            "alice's private prompt on the spike", "the spike proved the cache works",
+        ]  # fmt: skip
+    finally:
+        alice_store.close()
+    bob_store = PostgresDatabase(team["bob"])
+    try:
+        (history,) = list_merges(bob_store.reader())
+    finally:
+        bob_store.close()
+    assert sorted(item["text"] for item in history["merged"]) == ["", "the spike proved the cache works"]
