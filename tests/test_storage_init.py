@@ -98,3 +98,26 @@ def test_the_storage_url_setting_is_empty_or_a_postgresql_url(monkeypatch, tmp_p
     monkeypatch.setenv("MEMORY_ANCHOR_STORAGE_URL", "sqlite:///x")
     with pytest.raises(SettingsError, match="storage_url"):
         load_settings(tmp_path, write_defaults=False)
+
+
+def test_an_owner_who_is_not_a_superuser_can_init_and_add_members(postgres_cluster, capsys):
+    """As on a managed PostgreSQL: the team's database belongs to a role with CREATEROLE only."""
+    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS team_owner")
+        conn.execute("CREATE ROLE team_owner LOGIN CREATEROLE")
+    database = postgres_cluster.create_database()
+    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" OWNER TO team_owner')
+    owner = postgres_cluster.url(database, user="team_owner")
+    try:
+        assert run(capsys, "storage", "init", owner)[0] == 0
+        assert run(capsys, "storage", "add-member", "erin", "--url", owner)[0] == 0
+        with psycopg.connect(postgres_cluster.url(database, user="erin"), autocommit=True) as erin:
+            erin.execute(
+                "INSERT INTO records(id, version, kind, text, happened_at, created_at) VALUES ('e', 1, 'fact', 'hi', 0, 0)"
+            )
+            assert erin.execute("SELECT author, private FROM records").fetchall() == [("erin", False)]
+        with psycopg.connect(owner) as conn:  # FORCE: the owner is no member, so it reads nothing
+            assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+    finally:
+        postgres_cluster.drop_database(database)
