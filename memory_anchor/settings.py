@@ -79,6 +79,14 @@ class Settings(BaseModel):
         default_factory=list, description="Agents whose writes become proposals."
     )
 
+    # Storage
+    storage_url: str = Field(
+        "",
+        description="Where memory is stored: empty = the embedded SQLite in the data dir; "
+        "postgresql://user@host/db = team memory on PostgreSQL (in progress: `memory-anchor storage init` "
+        "and `add-member` prepare the database; the worker still runs on SQLite).",
+    )
+
     # First run (read by the hooks and the bootstrap with the standard library, see memory_anchor/hookkit)
     python: str = Field(
         "", description="Python 3.10+ to build the plugin's environment with; empty: found automatically."
@@ -86,6 +94,14 @@ class Settings(BaseModel):
     spool_max_mb: float = Field(
         100.0, gt=0, description="Cap of spool.jsonl (events kept while the worker is away); the newest are kept."
     )
+
+    @field_validator("storage_url")
+    @classmethod
+    def _known_storage(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("storage_url must be empty (SQLite in the data dir) or a postgresql:// URL")
+        return value
 
     @field_validator("host")
     @classmethod

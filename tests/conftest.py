@@ -227,3 +227,43 @@ def wait_for(condition, *, timeout: float = 60.0, what: str = "condition") -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One throwaway PostgreSQL server for the whole test session (tests/postgres.py)."""
+    from tests.postgres import start_cluster
+
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster) -> str:
+    """A fresh, empty database of its own for one test, as the server's superuser."""
+    name = postgres_cluster.create_database()
+    yield postgres_cluster.url(name)
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_db(request, tmp_path):
+    """The store on each backend: a real SQLite file, and a real PostgreSQL team database reached
+    as a developer's own role (row-level security in force)."""
+    if request.param == "sqlite":
+        from worker.store.db import Database
+
+        database = Database(tmp_path / "memory.sqlite3")
+    else:
+        from tests.postgres import init_team_database, member_url
+        from worker.store.postgres.database import PostgresDatabase
+
+        cluster = request.getfixturevalue("postgres_cluster")
+        name = init_team_database(cluster)
+        database = PostgresDatabase(member_url(cluster, name, "dev"))
+        request.addfinalizer(lambda: cluster.drop_database(name))
+    yield database
+    database.close()

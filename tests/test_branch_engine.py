@@ -1,4 +1,5 @@
-"""The branching engine in-process: diff, merge strategies, snapshots, sessions, deletion, judge."""
+"""The branching engine in-process: diff, merge strategies, snapshots, sessions, deletion, judge,
+on each storage backend (SQLite, and PostgreSQL as a team member)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,20 @@ from worker.context import ContextRequest
 from worker.context.branches import branch_section
 from worker.llm.client import ClaudeClient
 from worker.store.db import Database
+from worker.store.dialect import SQLITE, dialect_of
 from worker.store.records import NotFound, RecordError, Records, resolve_view
 
 
 @pytest.fixture
-def db(tmp_path: Path):
-    database = Database(tmp_path / "memory.sqlite3")
+def db(store_db):
+    """Each test on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return store_db
+
+
+@pytest.fixture
+def local_db(tmp_path: Path):
+    """The developer's own SQLite, where the Claude budget is kept whatever the memory's backend."""
+    database = Database(tmp_path / "local.sqlite3")
     yield database
     database.close()
 
@@ -389,8 +398,9 @@ def test_deleting_a_branch_keeps_what_was_merged_from_it(db):
     assert result["deleted_versions"] == 2
     assert visible(db, "main", kept["id"])["text"] == "merged fact"
     assert db.reader().execute("SELECT count(*) FROM records WHERE id = ?", (gone["id"],)).fetchone()[0] == 0
-    fts = db.reader().execute("SELECT rowid FROM records_fts WHERE records_fts MATCH 'unmerged'").fetchall()
-    assert fts == []
+    if dialect_of(db.reader()) == SQLITE:  # PostgreSQL's keyword index is a column of the row itself
+        fts = db.reader().execute("SELECT rowid FROM records_fts WHERE records_fts MATCH 'unmerged'").fetchall()
+        assert fts == []
     fork(db, "a")  # the name can be used again, and starts empty
     assert visible(db, "a", gone["id"]) is None and visible(db, "a", kept["id"])
 
@@ -442,13 +452,13 @@ def test_context_section_names_the_active_branch_and_the_others(db):
 # --- the Claude judge (fake Messages API) -----------------------------------------------
 
 
-def test_claude_judge_decides_a_conflict(db, fake_anthropic):
+def test_claude_judge_decides_a_conflict(db, local_db, fake_anthropic):
     base = put(db, "bad input gives 500", fact_key="bad input status")
     fork(db, "a")
     update(db, base["id"], "a", text="bad input gives 400")
     update(db, base["id"], "main", text="bad input gives 422")
     fake_anthropic.enqueue(json_reply({"keep": "source", "reason": "400 is what the tests assert"}))
-    judge = ClaudeJudge(ClaudeClient(Settings(), db))
+    judge = ClaudeJudge(ClaudeClient(Settings(), local_db))
     result = MergeEngine(db, judge).merge("a", "main", "auto")
     assert result["conflicts"][0]["decided_by"] == "llm_judge" and result["merged_by"] == "llm_judge"
     assert visible(db, "main", base["id"])["text"] == "bad input gives 400"
@@ -456,11 +466,12 @@ def test_claude_judge_decides_a_conflict(db, fake_anthropic):
     assert "bad input gives 422" in sent and "bad input gives 400" in sent
 
 
-def test_claude_judge_nonsense_reply_leaves_the_conflict_open(db, fake_anthropic):
+def test_claude_judge_nonsense_reply_leaves_the_conflict_open(db, local_db, fake_anthropic):
     base = put(db, "x", fact_key="k")
     fork(db, "a")
     update(db, base["id"], "a", text="y")
     update(db, base["id"], "main", text="z")
     fake_anthropic.enqueue(json_reply({"verdict": "dunno"}))
-    result = MergeEngine(db, ClaudeJudge(ClaudeClient(Settings(), db))).merge("a", "main", "auto")
+    result = MergeEngine(db, ClaudeJudge(ClaudeClient(Settings(), local_db))).merge("a", "main", "auto")
+    assert fake_anthropic.messages(), "the judge was not asked"
     assert result["open_conflicts"] == 1 and visible(db, "main", base["id"])["text"] == "z"

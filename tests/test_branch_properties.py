@@ -6,7 +6,8 @@ a full *copy* of its parent's state at the fork, every write is replayed on the
 copy it belongs to, and every past state is kept. For random sequences of
 writes, updates, deletes, branch creations (also from snapshots), merges,
 snapshots and branch deletions, every read on every branch at every as_of point
-(sequence number, snapshot name, timestamp) must match the copy.
+(sequence number, snapshot name, timestamp) must match the copy, on SQLite
+and on PostgreSQL.
 
 Merges are checked against the model's own three-way rule: a side changed a
 record when its head version is not in the other side's history, a copy
@@ -24,12 +25,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
 from worker.branching import branches as registry
 from worker.branching import snapshots
 from worker.branching.merge import MergeEngine
+from tests.postgres import init_team_database, member_url
 from worker.store.db import Database
+from worker.store.postgres.database import PostgresDatabase
 from worker.store.records import Records, RecordError, resolve_view
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
@@ -133,8 +136,7 @@ def source_changed_ids(ref: Reference, source: str, target: str) -> list[str]:
 class BranchMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
-        self.tmp = tempfile.TemporaryDirectory()
-        self.db = Database(Path(self.tmp.name) / "memory.sqlite3")
+        self.db = self.open_database()
         self.engine = MergeEngine(self.db)
         self.ref = Reference()
         self.ids: list[str] = []
@@ -144,12 +146,19 @@ class BranchMachine(RuleBasedStateMachine):
         self.merge_times: list[tuple[float, int]] = []  # (created_at of a merge's rows, head after it)
         self.counter = 0
 
+    def open_database(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        return Database(Path(self.tmp.name) / "memory.sqlite3")
+
+    def close_database(self):
+        self.db.close()
+        self.tmp.cleanup()
+
     def teardown(self):
         try:
             self.check_everything()
         finally:
-            self.db.close()
-            self.tmp.cleanup()
+            self.close_database()
 
     # --- helpers ---------------------------------------------------------------------
 
@@ -349,3 +358,26 @@ BranchMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )  # fmt: skip
 TestBranchModel = BranchMachine.TestCase
+
+
+class PostgresBranchMachine(BranchMachine):
+    """The same machine on a team database, as a member (each example a fresh copy of the schema)."""
+
+    cluster = None
+
+    def open_database(self):
+        self.name = init_team_database(self.cluster)
+        return PostgresDatabase(member_url(self.cluster, self.name, "dev"))
+
+    def close_database(self):
+        self.db.close()
+        self.cluster.drop_database(self.name)
+
+
+def test_branch_model_on_postgres(postgres_cluster):
+    PostgresBranchMachine.cluster = postgres_cluster
+    examples = int(os.environ.get("BRANCH_PROPERTY_EXAMPLES_POSTGRES", 15))
+    run_state_machine_as_test(
+        PostgresBranchMachine,
+        settings=settings(BranchMachine.TestCase.settings, max_examples=examples),
+    )

@@ -173,26 +173,18 @@ def delete_branch(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
             code="branch_has_children",
             status=409,
         )
-    rows = conn.execute(
-        # As the index holds them (fts_words: migration 0005_cjk_keywords).
-        "SELECT seq, op, fts_words(text) AS text, fts_words(coalesce(title, '')) AS title FROM records WHERE branch = ?",
-        (name,),
-    ).fetchall()
-    seqs = [r["seq"] for r in rows]
-    for r in rows:
-        if r["op"] == "put" and r["text"] != "":
-            # records_fts is an external-content index: removing a row needs its old values.
-            conn.execute(
-                "INSERT INTO records_fts(records_fts, rowid, text, title) VALUES ('delete', ?, ?, ?)",
-                (r["seq"], r["text"], r["title"]),
-            )
-    conn.execute("DELETE FROM pending_vectors WHERE seq IN (SELECT seq FROM records WHERE branch = ?)", (name,))
-    conn.execute("DELETE FROM merge_copies WHERE target_seq IN (SELECT seq FROM records WHERE branch = ?)", (name,))
-    conn.execute("DELETE FROM records WHERE branch = ?", (name,))
-    snapshots = conn.execute("DELETE FROM snapshots WHERE branch = ?", (name,)).rowcount
+    seqs = [r[0] for r in conn.execute("SELECT seq FROM records WHERE branch = ?", (name,))]
+    snapshots = conn.execute("SELECT count(*) FROM snapshots WHERE branch = ?", (name,)).fetchone()[0]
+    Records.remove_branch_rows(conn, name)
+    conn.execute("DELETE FROM snapshots WHERE branch = ?", (name,))
     conn.execute("DELETE FROM session_branches WHERE branch = ?", (name,))
     conn.execute("UPDATE sessions SET branch = ? WHERE branch = ?", (branch["parent"] or MAIN, name))
-    conn.execute("DELETE FROM branches WHERE name = ?", (name,))
+    if conn.execute("DELETE FROM branches WHERE name = ?", (name,)).rowcount == 0:
+        # Team storage: row-level security lets only the branch's author delete it.
+        raise RecordError(
+            f"branch {name!r} was created by {branch.get('author')}; only they can delete it",
+            code="not_branch_author", status=403,
+        )  # fmt: skip
     return {"name": name, "deleted_versions": len(seqs), "deleted_snapshots": snapshots, "seqs": seqs}
 
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from worker.branching import branches as registry
 from worker.branching.diff import Change, Conflict, Diff, compute_diff, is_live, normalise
 from worker.store.db import Database
+from worker.store.dialect import table_exists
 from worker.store.records import MAIN, RecordError, Records, ensure_writable, iso
 
 log = logging.getLogger(__name__)
@@ -127,10 +128,11 @@ class MergeEngine:
                     registry.set_status(conn, source, "merged")
                     marked = True
             merged_by = _merged_by(report)
+            shared_items = _shareable(report.merged, planner.private_seqs)
             conn.execute(
                 "UPDATE merges SET merged_by = ?, target_seq_after = ?, items_merged = ?, items_rejected = ?,"
                 " conflicts = ? WHERE id = ?",
-                (merged_by, Records.head_seq(conn), _dump(report.merged), _dump(report.rejected),
+                (merged_by, Records.head_seq(conn), _dump(shared_items), _dump(report.rejected),
                  _dump(report.conflicts), merge_id),
             )  # fmt: skip
         return _result(merge_id, source, target, strategy, actor, report, dry_run=False, marked=marked)
@@ -225,6 +227,9 @@ class _Planner:
         self.merge_id: str | None = None
         self.actor: str | None = None
         self._fake_seq = 0
+        # Versions this merge wrote that are private to their author (team storage only):
+        # the merge history row every member reads names them by id, without their text.
+        self.private_seqs: set[int] = set()
 
     def plan_only(self) -> MergeReport:
         self._run()
@@ -345,7 +350,7 @@ class _Planner:
             written = Records.copy_version(
                 self.conn, row, branch=self.diff.target, actor=self.actor, reason=f"merge:{self.strategy}"
             )
-            target_seq = written["seq"]
+            target_seq = self._wrote(written)
             self.conn.execute(
                 "INSERT INTO merge_copies(target_seq, origin_seq, merge_id) VALUES (?, ?, ?)",
                 (target_seq, origin, self.merge_id),
@@ -362,7 +367,7 @@ class _Planner:
                 self.conn, row["id"], branch=self.diff.target, actor=self.actor,
                 reason=f"merge:{self.strategy}", view=self.diff.target_view, status="superseded", data=data,
             )  # fmt: skip
-            target_seq = written["seq"]
+            target_seq = self._wrote(written)
         self.report.merged.append(_item(row, "superseded", target_seq))
 
     def _write_text(self, target_change: Change, text: str, *, merged_from: list[str]) -> None:
@@ -375,7 +380,7 @@ class _Planner:
                 self.conn, row["id"], branch=self.diff.target, actor=self.actor,
                 reason=f"merge:{self.strategy}", view=self.diff.target_view, text=text, status="active", data=data,
             )  # fmt: skip
-            target_seq = written["seq"]
+            target_seq = self._wrote(written)
         self.report.merged.append({**_item(row, "merged_text", target_seq), "text": text, "squashed_from": merged_from})
 
     def _write_squashed(self, key: str, group: list[Change]) -> None:
@@ -401,7 +406,7 @@ class _Planner:
                     self.conn, "fact", text, branch=self.diff.target, actor=self.actor, reason="merge:squash",
                     confidence=confidence, data=data, **values,
                 )  # fmt: skip
-            target_seq, record_id = written["seq"], written["id"]
+            target_seq, record_id = self._wrote(written), written["id"]
         self.report.merged.append({
             "id": record_id, "kind": "fact", "action": "squashed", "source_seq": newest.row["seq"],
             "target_seq": target_seq, "text": text, "squashed_from": members,
@@ -425,18 +430,18 @@ class _Planner:
             "INSERT INTO merge_copies(target_seq, origin_seq, merge_id) VALUES (?, ?, ?)",
             (written["seq"], self.diff.canon.get(row["seq"], row["seq"]), self.merge_id),
         )
-        if not _table_exists(self.conn, "conflicts"):
+        if not table_exists(self.conn, "conflicts"):
             return
-        cursor = self.conn.execute(
+        conflict_id = self.conn.execute(
             "INSERT INTO conflicts(status, project, branch, existing_id, candidate_id, fact_key, reason, agent_id,"
-            " created_at) VALUES ('open', ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at) VALUES ('open', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (conflict.target.row.get("project") or "", self.diff.target, conflict.target.id, row["id"],
              conflict.fact_key, f"merge of {self.diff.source} into {self.diff.target}: {conflict.reason}",
              row.get("agent_id"), time.time()),
-        )  # fmt: skip
+        ).fetchone()[0]  # fmt: skip
         for entry in self.report.conflicts:
             if entry["key"] == conflict.key:
-                entry["conflict_id"] = str(cursor.lastrowid)
+                entry["conflict_id"] = str(conflict_id)
 
     def _reject(self, change: Change, reason: str) -> None:
         self.report.rejected.append({"id": change.id, "kind": change.row["kind"], "reason": reason})
@@ -450,6 +455,11 @@ class _Planner:
             "reason": outcome.reason, "conflict_id": None,
         })  # fmt: skip
 
+    def _wrote(self, written: dict[str, Any]) -> int:
+        if written.get("private"):
+            self.private_seqs.add(written["seq"])
+        return written["seq"]
+
     def _planned_seq(self) -> int:
         self._fake_seq += 1
         return -self._fake_seq  # dry run: negative placeholders, never stored
@@ -462,10 +472,6 @@ def _item(row: dict[str, Any], action: str, target_seq: int, source_seq: int | N
     }  # fmt: skip
 
 
-def _table_exists(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
-
-
 def _head_of(diff: Diff) -> int | None:
     seqs = [c.row["seq"] for c in diff.source_changes]
     return max(seqs) if seqs else None
@@ -476,6 +482,11 @@ def _merged_by(report: MergeReport) -> str:
     if not deciders:
         return "strategy"
     return deciders[0] if len(deciders) == 1 else "mixed"
+
+
+def _shareable(merged: list[dict[str, Any]], private_seqs: set[int]) -> list[dict[str, Any]]:
+    """The merged items as the shared history keeps them: a private version's text left out."""
+    return [{**item, "text": ""} if item["target_seq"] in private_seqs else item for item in merged]
 
 
 def _dump(value: Any) -> str:

@@ -74,7 +74,12 @@ def list_snapshots(conn: sqlite3.Connection, branch: str | None = None) -> list[
 
 def delete_snapshot(conn: sqlite3.Connection, label: str) -> dict[str, Any]:
     snap = get_snapshot(conn, label)
-    conn.execute("DELETE FROM snapshots WHERE name = ?", (label,))
+    if conn.execute("DELETE FROM snapshots WHERE name = ?", (label,)).rowcount == 0:
+        # Team storage: a snapshot is forgotten only by the member who took it (row-level security).
+        raise RecordError(
+            f"snapshot {label!r} was taken by {snap.get('author')}; only they can delete it",
+            code="not_snapshot_author", status=403,
+        )  # fmt: skip
     return snap
 
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from worker.store.cjk import SQL_FUNCTION, index_words
+from worker.store.dialect import SQLITE
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -27,6 +28,7 @@ class Connection(sqlite3.Connection):
     timestamp `as_of` always falls between transactions, never inside one.
     """
 
+    dialect = SQLITE
     transaction_started_at: float | None = None
 
 

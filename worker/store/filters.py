@@ -20,9 +20,11 @@ says what is wrong, never a 500.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from worker.store.dialect import POSTGRES, SQLITE, truth
 from worker.store.records import RecordError, parse_time
 
 LOGICAL = ("AND", "OR", "NOT")
@@ -42,12 +44,12 @@ class FilterError(RecordError):
 
 @dataclass(frozen=True)
 class Filter:
-    """A parsed filter; `sql(alias)` is a WHERE fragment over `records <alias>`."""
+    """A parsed filter; `sql(alias, dialect)` is a WHERE fragment over `records <alias>`."""
 
     tree: tuple
 
-    def sql(self, alias: str = "r") -> tuple[str, list[Any]]:
-        return _sql(self.tree, alias)
+    def sql(self, alias: str = "r", dialect: str = SQLITE) -> tuple[str, list[Any]]:
+        return _sql(self.tree, alias, dialect)
 
 
 def parse(filters: Any) -> Filter:
@@ -213,33 +215,32 @@ def _show(value: Any) -> str:
 # --- SQL ---------------------------------------------------------------------------
 
 
-def _sql(node: tuple, alias: str) -> tuple[str, list[Any]]:
+def _sql(node: tuple, alias: str, dialect: str) -> tuple[str, list[Any]]:
     kind = node[0]
     if kind in ("and", "or"):
         if not node[1]:
-            return "1", []
+            return truth(dialect, True), []
         parts, params = [], []
         for child in node[1]:
-            text, child_params = _sql(child, alias)
+            text, child_params = _sql(child, alias, dialect)
             parts.append(text)
             params.extend(child_params)
         return "(" + f" {kind.upper()} ".join(parts) + ")", params
     if kind == "not":
-        text, params = _sql(node[1], alias)
+        text, params = _sql(node[1], alias, dialect)
         return f"(NOT {text})", params
+    if dialect == POSTGRES:
+        return _leaf_postgres(node, alias)
     return _leaf_sql(node, alias)
 
 
 def _leaf_sql(node: tuple, alias: str) -> tuple[str, list[Any]]:
+    """A leaf for SQLite: metadata through its JSON1 functions, conditions as 0 or 1."""
     _, (space, name), op, operand = node
     if space == "column":
         target, target_params = f"{alias}.{name}", []
     elif space == "time":
-        column = {"updated_at": "created_at"}.get(name, name)
-        if name == "created_at":  # the record's first version, not this one
-            target, target_params = f"(SELECT min(c.created_at) FROM records c WHERE c.id = {alias}.id)", []
-        else:
-            target, target_params = f"{alias}.{column}", []
+        target, target_params = _time_target(name, alias), []
     else:
         path = '$."' + name.replace('"', "") + '"'
         target, target_params = f"json_extract({alias}.metadata, ?)", [path]
@@ -280,3 +281,91 @@ def _compare(target: str, tp: list[Any], op: str, operand: Any, is_meta: bool, a
         f"ELSE {substring} END)",
         [path, path, operand, *tp, operand],
     )
+
+
+def _leaf_postgres(node: tuple, alias: str) -> tuple[str, list[Any]]:
+    """A leaf for PostgreSQL: metadata as jsonb, compared with JSON values, so numbers meet
+    numbers and strings strings, as SQLite's JSON1 does; conditions are booleans."""
+    _, (space, name), op, operand = node
+    if space != "meta":
+        target = _time_target(name, alias) if space == "time" else f"{alias}.{name}"
+        # Record columns are text (SQLite compares a number with one as text) or, for times, numbers.
+        value = (lambda v: v) if space == "time" else _as_text
+        text, params = _compare_postgres_column(target, op, operand, value)
+        return f"COALESCE({text}, false)", params
+    json_value = f"({alias}.metadata::jsonb -> CAST(? AS TEXT))"
+    json_text = f"({alias}.metadata::jsonb ->> CAST(? AS TEXT))"
+    key = name.replace('"', "")
+    if op == "any":
+        text, params = f"({json_text} IS NOT NULL AND {json_text} <> '')", [key, key]
+    elif op == "eq" and operand is None:
+        text, params = f"({json_value} IS NULL)", [key]
+    elif op == "eq":
+        text, params = f"({json_value} = CAST(? AS JSONB))", [key, _json(operand)]
+    elif op == "ne":
+        text, params = f"({json_value} IS DISTINCT FROM CAST(? AS JSONB))", [key, _json(operand)]
+    elif op in ("in", "nin"):
+        if not operand:
+            return truth(POSTGRES, op == "nin"), []
+        marks = ",".join("CAST(? AS JSONB)" for _ in operand)
+        values = [_json(v) for v in operand]
+        if op == "in":
+            text, params = f"({json_value} IN ({marks}))", [key, *values]
+        else:
+            text, params = f"({json_value} IS NULL OR {json_value} NOT IN ({marks}))", [key, key, *values]
+    elif op in ("gt", "gte", "lt", "lte"):
+        symbol = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
+        json_type = "number" if isinstance(operand, (int, float)) else "string"
+        text = f"(jsonb_typeof({json_value}) = '{json_type}' AND {json_value} {symbol} CAST(? AS JSONB))"
+        params = [key, key, _json(operand)]
+    else:  # contains / icontains: a substring of a string, or a string element of an array
+        fold = (lambda x: f"lower({x})") if op == "icontains" else (lambda x: x)
+        text = (
+            f"(CASE jsonb_typeof({json_value}) WHEN 'array' THEN EXISTS ("
+            f"SELECT 1 FROM jsonb_array_elements({json_value}) e(v) "
+            f"WHERE jsonb_typeof(e.v) = 'string' AND {fold('(e.v #>> ARRAY[]::text[])')} = {fold('CAST(? AS TEXT)')}) "
+            f"ELSE strpos({fold(json_text)}, {fold('CAST(? AS TEXT)')}) > 0 END)"
+        )
+        params = [key, key, operand, key, operand]
+    return f"COALESCE({text}, false)", params
+
+
+def _compare_postgres_column(target: str, op: str, operand: Any, value) -> tuple[str, list[Any]]:
+    if op == "any":
+        return f"({target} IS NOT NULL AND CAST({target} AS TEXT) <> '')", []
+    if op == "eq":
+        return (f"({target} IS NULL)", []) if operand is None else (f"({target} = ?)", [value(operand)])
+    if op == "ne":
+        return f"({target} IS DISTINCT FROM ?)", [None if operand is None else value(operand)]
+    if op in ("in", "nin"):
+        if not operand:
+            return truth(POSTGRES, op == "nin"), []
+        marks = ",".join("?" * len(operand))
+        values = [value(v) for v in operand]
+        if op == "in":
+            return f"({target} IN ({marks}))", values
+        return f"({target} IS NULL OR {target} NOT IN ({marks}))", values
+    if op in ("gt", "gte", "lt", "lte"):
+        symbol = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
+        return f"({target} {symbol} ?)", [value(operand)]
+    fold = (lambda x: f"lower({x})") if op == "icontains" else (lambda x: x)
+    return f"(strpos({fold(f'CAST({target} AS TEXT)')}, {fold('CAST(? AS TEXT)')}) > 0)", [operand]
+
+
+def _time_target(name: str, alias: str) -> str:
+    if name == "created_at":  # the record's first version, not this one
+        return f"(SELECT min(c.created_at) FROM records c WHERE c.id = {alias}.id)"
+    if name == "updated_at":  # this version's
+        return f"{alias}.created_at"
+    return f"{alias}.{name}"
+
+
+def _as_text(value: Any) -> str:
+    """A filter value as SQLite's text affinity would see it beside a text column."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)

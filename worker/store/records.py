@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from memory_anchor.schemas.filters import TIME_RANGE
+from worker.store.dialect import POSTGRES, SQLITE, dialect_of, index_hint
 
 MAIN = "main"
 QUERY_ORDERS = ("seq DESC", "seq ASC", "happened_at DESC", "happened_at ASC")
@@ -64,12 +65,13 @@ class View:
     def branch(self) -> str:
         return self.chain[0][0]
 
-    def sql(self, alias: str = "") -> tuple[str, list[Any]]:
+    def sql(self, alias: str = "", dialect: str = SQLITE) -> tuple[str, list[Any]]:
         """A WHERE fragment selecting the rows this view can see."""
         # The unary `+` keeps SQLite from reading through the branch index: every
         # caller also filters on a more selective column (project, kind, id, ...),
         # and on main the branch matches nearly every row.
-        prefix = f"+{alias}." if alias else "+"
+        hint = index_hint(dialect)
+        prefix = f"{hint}{alias}." if alias else hint
         parts, params = [], []
         for name, upto in self.chain:
             if upto is None:
@@ -208,8 +210,12 @@ def validate_branch_name(name: str) -> str:
     return name
 
 
+# Columns a backend keeps for itself: PostgreSQL's full-text vector of the text.
+BACKEND_COLUMNS = ("fts",)
+
+
 def row_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    record = dict(row)
+    record = {key: row[key] for key in row.keys() if key not in BACKEND_COLUMNS}
     for key in ("data", "metadata"):
         value = record.get(key)
         record[key] = json.loads(value) if isinstance(value, str) and value else {}
@@ -369,18 +375,49 @@ class Records:
         columns = ["id", "version", "branch", "op", "actor", "reason", "created_at", "content_hash", *WRITABLE]
         params = [record_id, version, branch, op, actor, reason, now, content_hash(row["text"])]
         params += [row[k] for k in WRITABLE]
-        cursor = conn.execute(
-            f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", params
-        )
-        stored = conn.execute("SELECT * FROM records WHERE seq = ?", (cursor.lastrowid,)).fetchone()
+        stored = conn.execute(
+            f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING *",
+            params,
+        ).fetchone()
         return row_to_dict(stored)
+
+    @staticmethod
+    def remove_branch_rows(conn: sqlite3.Connection, branch: str) -> None:
+        """Remove every version written on `branch`, just before its registry row goes.
+
+        The one way rows leave the append-only table (`branches.delete_branch`).
+        SQLite: the rows, their keyword index entries, pending vectors and merge
+        copies. PostgreSQL: nothing here; deleting the branch row takes them all
+        (ON DELETE CASCADE, postgres/schema.py), other members' private rows
+        included, which a member could neither see nor delete.
+        """
+        if dialect_of(conn) != SQLITE:
+            return
+        rows = conn.execute(
+            # As the index holds them (fts_words: migration 0005_cjk_keywords).
+            "SELECT seq, op, fts_words(text) AS text, fts_words(coalesce(title, '')) AS title FROM records"
+            " WHERE branch = ?",
+            (branch,),
+        ).fetchall()
+        for r in rows:
+            if r["op"] == "put" and r["text"] != "":
+                # records_fts is an external-content index: removing a row needs its old values.
+                conn.execute(
+                    "INSERT INTO records_fts(records_fts, rowid, text, title) VALUES ('delete', ?, ?, ?)",
+                    (r["seq"], r["text"], r["title"]),
+                )
+        conn.execute("DELETE FROM pending_vectors WHERE seq IN (SELECT seq FROM records WHERE branch = ?)", (branch,))
+        conn.execute(
+            "DELETE FROM merge_copies WHERE target_seq IN (SELECT seq FROM records WHERE branch = ?)", (branch,)
+        )
+        conn.execute("DELETE FROM records WHERE branch = ?", (branch,))
 
     # --- reads ------------------------------------------------------------
 
     @staticmethod
     def get(conn: sqlite3.Connection, record_id: str, view: View) -> dict[str, Any] | None:
         """The visible version of `record_id`, or None if absent or deleted in this view."""
-        where, params = view.sql()
+        where, params = view.sql("", dialect_of(conn))
         row = conn.execute(
             f"SELECT * FROM records WHERE id = ? AND {where} ORDER BY seq DESC LIMIT 1",
             [record_id, *params],
@@ -392,7 +429,7 @@ class Records:
     @staticmethod
     def history(conn: sqlite3.Connection, record_id: str, view: View) -> list[dict[str, Any]]:
         """Every version of `record_id` this view can see, oldest first (tombstones included)."""
-        where, params = view.sql()
+        where, params = view.sql("", dialect_of(conn))
         rows = conn.execute(
             f"SELECT * FROM records WHERE id = ? AND {where} ORDER BY seq", [record_id, *params]
         ).fetchall()
@@ -408,12 +445,13 @@ class Records:
         # pick each id's head in Python: a per-candidate correlated subquery lets
         # SQLite walk the branch index instead, which is slow on a big branch.
         heads: dict[str, tuple[int, str]] = {}
+        by_id = " INDEXED BY records_by_id" if dialect_of(conn) == SQLITE else ""
         ordered = sorted(seqs)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             rows = conn.execute(
                 f"""
-                SELECT r.id, r.seq, r.branch, r.op FROM records r INDEXED BY records_by_id
+                SELECT r.id, r.seq, r.branch, r.op FROM records r{by_id}
                 WHERE r.id IN (SELECT c.id FROM records c WHERE c.seq IN ({','.join('?' * len(chunk))}))
                 """,
                 chunk,
@@ -447,7 +485,7 @@ class Records:
         """
         if order not in QUERY_ORDERS:
             raise RecordError(f"order must be one of {', '.join(QUERY_ORDERS)}")
-        where, params = view.sql("r")
+        where, params = view.sql("r", dialect_of(conn))
         split = _split_filters(filters)
         if split is None:
             return [], 0
@@ -492,7 +530,7 @@ class Records:
         `limit`, not with how many records there are. `query` answers the same
         first page with a total, at a cost that grows with the whole scope.
         """
-        where, params = view.sql("r")
+        where, params = view.sql("r", dialect_of(conn))
         split = _split_filters(filters)
         if split is None:
             return []
@@ -539,10 +577,18 @@ class Records:
 
     @staticmethod
     def head_seq(conn: sqlite3.Connection) -> int:
-        """The last seq handed out. Read from the AUTOINCREMENT counter, not max(seq):
-        deleting a branch removes its rows, and the sequence must never move back."""
-        row = conn.execute(
-            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0),"
-            " coalesce((SELECT max(seq) FROM records), 0))"
-        ).fetchone()
+        """The last seq handed out. Read from the counter (SQLite's AUTOINCREMENT, PostgreSQL's
+        sequence), not max(seq): deleting a branch removes its rows, and the sequence must never
+        move back."""
+        row = conn.execute(_HEAD_SEQ[dialect_of(conn)]).fetchone()
         return int(row[0] or 0)
+
+
+_HEAD_SEQ = {
+    SQLITE: "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0),"
+    " coalesce((SELECT max(seq) FROM records), 0))",
+    # The sequence itself (schema.py): rows deleted with a branch or private to
+    # others do not hide a seq. Inside a write transaction, which holds the
+    # write-order lock, no other write is in flight, so this is the committed head.
+    POSTGRES: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM record_seq",
+}

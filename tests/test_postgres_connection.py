@@ -1,0 +1,59 @@
+"""The store's SQL on psycopg: `?` placeholders become `%s` (quoted text and a literal `%` survive),
+and rows read like `sqlite3.Row`."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.store.postgres.placeholders import to_psycopg
+
+
+@pytest.mark.parametrize(
+    "store_sql, psycopg_sql",
+    [
+        ("SELECT * FROM records WHERE id = ?", "SELECT * FROM records WHERE id = %s"),
+        ("VALUES (?, ?, ?)", "VALUES (%s, %s, %s)"),
+        ("WHERE text = 'why?' AND id = ?", "WHERE text = 'why?' AND id = %s"),
+        ("WHERE text = 'it''s ?' AND id = ?", "WHERE text = 'it''s ?' AND id = %s"),
+        ('SELECT "odd?name" FROM t WHERE a = ?', 'SELECT "odd?name" FROM t WHERE a = %s'),
+        ("WHERE title LIKE 'a%' AND n = ?", "WHERE title LIKE 'a%%' AND n = %s"),
+        ("SELECT 7 % ?", "SELECT 7 %% %s"),
+        ("SELECT ? -- who? it's a comment\n, ?", "SELECT %s -- who? it's a comment\n, %s"),
+        ("SELECT 1", "SELECT 1"),
+    ],
+)
+def test_placeholders_outside_quotes_become_psycopg_ones(store_sql, psycopg_sql):
+    assert to_psycopg(store_sql) == psycopg_sql
+
+
+def test_the_translated_sql_means_the_same_on_the_server(postgres_url):
+    from worker.store.postgres.database import Connection
+
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as raw:
+        conn = Connection(raw)
+        row = conn.execute("SELECT 'why?' AS a, ? AS b, 'it''s 100%' AS c, 7 % 4 AS d", ["given"]).fetchone()
+        assert row == ("why?", "given", "it's 100%", 3)
+        assert conn.execute("SELECT 'no parameters, 50%'").fetchone() == ("no parameters, 50%",)
+
+
+def test_rows_read_by_name_by_index_and_as_a_dict_like_sqlite_rows(postgres_url, tmp_path):
+    import sqlite3
+
+    from worker.store.postgres.database import _row_factory
+
+    import psycopg
+
+    query = "SELECT 1 AS seq, 'x' AS id"
+    lite = sqlite3.connect(tmp_path / "rows.sqlite3")
+    lite.row_factory = sqlite3.Row
+    with psycopg.connect(postgres_url, autocommit=True, row_factory=_row_factory) as raw:
+        for row in (lite.execute(query).fetchone(), raw.execute(query).fetchone()):
+            assert (row["seq"], row["id"], row[0], row[1]) == (1, "x", 1, "x")
+            assert dict(row) == {"seq": 1, "id": "x"} and row.keys() == ["seq", "id"]
+            seq, record_id = row
+            assert (seq, record_id) == (1, "x")
+            with pytest.raises((KeyError, IndexError)):
+                row["missing"]
+    lite.close()

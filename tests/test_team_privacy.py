@@ -1,0 +1,195 @@
+"""Privacy in a team database is the database's job: row-level security on each developer's role.
+
+Alice and Bob are members of one team database. Alice's worker writes through
+the store, connected as alice. Bob does not use our code at all: he connects
+with plain psycopg, as a curious developer could, and the database still
+shows him only what is shared and refuses to let him write in Alice's name or
+touch her rows.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from memory_anchor.cli.main import main
+from worker.branching import branches as registry
+from worker.branching import snapshots
+from worker.branching.merge import MergeEngine, list_merges
+from worker.store.postgres.database import PostgresDatabase
+from worker.store.records import RecordError, Records, resolve_view
+
+
+@pytest.fixture
+def team(postgres_cluster, capsys):
+    """A team database set up the documented way: `storage init` by the owner, then two members."""
+    database = postgres_cluster.create_database()
+    owner = postgres_cluster.url(database)
+    assert main(["storage", "init", owner]) == 0
+    for developer in ("alice", "bob"):
+        assert main(["storage", "add-member", developer, "--url", owner]) == 0
+    capsys.readouterr()
+    yield {
+        "owner": owner,
+        "alice": postgres_cluster.url(database, user="alice"),
+        "bob": postgres_cluster.url(database, user="bob"),
+    }
+    postgres_cluster.drop_database(database)
+
+
+@pytest.fixture
+def alice_wrote(team):
+    """Through the store, as alice: a prompt (private by default), a fact (shared by default),
+    a fact marked private, and a prompt she chose to share."""
+    store = PostgresDatabase(team["alice"])
+    with store.transaction() as conn:
+        written = {
+            "prompt": Records.put(conn, "prompt", "alice's prompt: fix the flaky login test"),
+            "fact": Records.put(conn, "fact", "the login test needs a fake clock"),
+            "private fact": Records.put(conn, "fact", "alice's salary review is Friday", metadata={"private": True}),
+            "shared prompt": Records.put(conn, "prompt", "alice's prompt for everyone", metadata={"private": False}),
+            "observation": Records.put(conn, "observation", "alice ran the test suite"),
+        }
+    yield written
+    store.close()
+
+
+def bob(team) -> psycopg.Connection:
+    return psycopg.connect(team["bob"], autocommit=True)
+
+
+def test_the_author_and_privacy_of_each_row_come_from_the_database(alice_wrote):
+    assert {name: (row["author"], row["private"]) for name, row in alice_wrote.items()} == {
+        "prompt": ("alice", True),
+        "fact": ("alice", False),
+        "private fact": ("alice", True),
+        "shared prompt": ("alice", False),
+        "observation": ("alice", True),
+    }
+
+
+def test_bob_reads_the_shared_rows_and_none_of_alices_private_ones(team, alice_wrote):
+    with bob(team) as conn:
+        seen = {text for (text,) in conn.execute("SELECT text FROM records")}
+    assert seen == {"the login test needs a fake clock", "alice's prompt for everyone"}
+
+
+def test_alice_reads_her_own_private_rows_through_the_store(team, alice_wrote):
+    store = PostgresDatabase(team["alice"])
+    try:
+        conn = store.reader()
+        view = resolve_view(conn)
+        assert Records.get(conn, alice_wrote["prompt"]["id"], view)["text"].startswith("alice's prompt")
+        assert Records.get(conn, alice_wrote["private fact"]["id"], view) is not None
+    finally:
+        store.close()
+
+
+def test_bobs_worker_through_the_store_does_not_find_alices_private_rows(team, alice_wrote):
+    store = PostgresDatabase(team["bob"])
+    try:
+        conn = store.reader()
+        view = resolve_view(conn)
+        assert Records.get(conn, alice_wrote["private fact"]["id"], view) is None
+        assert Records.get(conn, alice_wrote["fact"]["id"], view)["text"] == "the login test needs a fake clock"
+        rows, total = Records.query(conn, view, filters={"kind": ["prompt", "fact", "observation"]})
+        assert total == 2 and all(not r["private"] for r in rows)
+    finally:
+        store.close()
+
+
+def test_bob_cannot_write_a_row_in_alices_name(team, alice_wrote):
+    with bob(team) as conn, pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+        conn.execute(
+            "INSERT INTO records(id, version, kind, text, happened_at, created_at, author)"
+            " VALUES ('forged', 1, 'fact', 'alice says bob is right', 0, 0, 'alice')"
+        )
+
+
+def test_bob_cannot_change_or_delete_alices_rows(team, alice_wrote):
+    with bob(team) as conn:
+        with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+            conn.execute("UPDATE records SET text = 'edited by bob' WHERE author = 'alice'")
+        with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+            conn.execute("DELETE FROM records WHERE author = 'alice'")
+    with psycopg.connect(team["owner"]) as owner:
+        texts = {text for (text,) in owner.execute("SELECT text FROM records")}
+    assert "edited by bob" not in texts and len(texts) == len(alice_wrote)
+
+
+def test_sessions_are_private_to_their_author(team):
+    with psycopg.connect(team["alice"], autocommit=True) as alice:
+        alice.execute("INSERT INTO sessions(session_id, started_at, last_seen_at) VALUES ('s-alice', 0, 0)")
+    with bob(team) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+        assert conn.execute("UPDATE sessions SET status = 'ended'").rowcount == 0
+        assert conn.execute("DELETE FROM sessions").rowcount == 0
+    with psycopg.connect(team["alice"]) as alice:
+        assert alice.execute("SELECT status FROM sessions").fetchall() == [("active",)]
+
+
+def test_vectors_of_a_private_row_are_as_private_as_the_row(team, alice_wrote):
+    with psycopg.connect(team["alice"], autocommit=True) as alice:
+        for name in ("prompt", "fact"):
+            alice.execute(
+                "INSERT INTO record_vectors(seq, model, embedding) VALUES (%s, 'm', %s)",
+                (alice_wrote[name]["seq"], b"\x00" * 8),
+            )
+    with bob(team) as conn:
+        assert [seq for (seq,) in conn.execute("SELECT seq FROM record_vectors")] == [alice_wrote["fact"]["seq"]]
+
+
+def test_a_branch_is_deleted_by_its_author_only_and_takes_every_row_on_it(team):
+    """Records are append-only: nobody deletes a row. Deleting a branch is the one way rows go,
+    and it takes all of them, Bob's private ones on Alice's branch included."""
+    alice_store = PostgresDatabase(team["alice"])
+    bob_store = PostgresDatabase(team["bob"])
+    try:
+        with alice_store.transaction() as conn:
+            registry.create_branch(conn, "alice-experiment")
+            Records.put(conn, "fact", "tried on the experiment", branch="alice-experiment")
+            snapshots.create_snapshot(conn, "alice-checkpoint", "alice-experiment")
+        with bob_store.transaction() as conn:
+            Records.put(conn, "prompt", "bob's prompt on alice's branch", branch="alice-experiment")
+
+        with pytest.raises(RecordError) as refused, bob_store.transaction() as conn:
+            registry.delete_branch(conn, "alice-experiment")
+        assert refused.value.code == "not_branch_author" and "created by alice" in str(refused.value)
+        with pytest.raises(RecordError, match="taken by alice"), bob_store.transaction() as conn:
+            snapshots.delete_snapshot(conn, "alice-checkpoint")
+        with bob(team) as conn:  # and without our code, the database says the same
+            assert conn.execute("DELETE FROM branches WHERE name = 'alice-experiment'").rowcount == 0
+            assert conn.execute("DELETE FROM branches WHERE name = 'main'").rowcount == 0
+            assert conn.execute("DELETE FROM snapshots").rowcount == 0
+
+        with alice_store.transaction() as conn:
+            deleted = registry.delete_branch(conn, "alice-experiment")
+        assert deleted["deleted_versions"] == 1 and deleted["deleted_snapshots"] == 1  # all alice could see
+    finally:
+        alice_store.close()
+        bob_store.close()
+    with psycopg.connect(team["owner"]) as owner:
+        assert owner.execute("SELECT count(*) FROM records WHERE branch = 'alice-experiment'").fetchone()[0] == 0
+        assert owner.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
+
+
+def test_a_merge_of_private_rows_keeps_their_text_out_of_the_shared_merge_history(team):
+    alice_store = PostgresDatabase(team["alice"])
+    try:
+        with alice_store.transaction() as conn:
+            registry.create_branch(conn, "alice-spike")
+            Records.put(conn, "prompt", "alice's private prompt on the spike", branch="alice-spike")
+            Records.put(conn, "fact", "the spike proved the cache works", branch="alice-spike")
+        result = MergeEngine(alice_store).merge("alice-spike", "main", "accept", actor="alice")
+        assert sorted(item["text"] for item in result["merged"]) == [  # alice is told everything
+            "alice's private prompt on the spike", "the spike proved the cache works",
+        ]  # fmt: skip
+    finally:
+        alice_store.close()
+    bob_store = PostgresDatabase(team["bob"])
+    try:
+        (history,) = list_merges(bob_store.reader())
+    finally:
+        bob_store.close()
+    assert sorted(item["text"] for item in history["merged"]) == ["", "the spike proved the cache works"]

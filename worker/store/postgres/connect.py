@@ -1,0 +1,72 @@
+"""Opening a PostgreSQL connection, with errors a person can act on.
+
+A wrong URL, a server that does not answer and a role without the right to do
+something are told apart, each with what to check; `StorageError` carries the
+message, and the CLI prints it and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import errors
+
+SCHEMES = ("postgresql", "postgres")
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+class StorageError(Exception):
+    """Team storage that cannot be used; the message says why and what to check."""
+
+
+def check_url(url: str) -> str:
+    """`url` if it is a postgresql:// URL naming a database, else StorageError."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 (parses the port: a bad one raises here, not inside the driver)
+    except ValueError as exc:
+        raise StorageError(f"not a usable PostgreSQL URL ({exc}): expected postgresql://ROLE@HOST:PORT/DATABASE")
+    if parts.scheme not in SCHEMES:
+        raise StorageError(f"{_shown(url)!r} is not a PostgreSQL URL: expected postgresql://ROLE@HOST:PORT/DATABASE")
+    if not parts.path.strip("/"):
+        raise StorageError(f"{_shown(url)!r} names no database: expected postgresql://ROLE@HOST:PORT/DATABASE")
+    return url.strip()
+
+
+def connect(url: str, **kwargs) -> psycopg.Connection:
+    """A connection to `url`, or StorageError saying whether the URL, the server or the login failed."""
+    check_url(url)
+    kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.OperationalError as exc:
+        raise StorageError(f"cannot connect to PostgreSQL at {_shown(url)}: {_first_line(exc)}") from exc
+    except psycopg.ProgrammingError as exc:  # the driver refused the URL's options
+        raise StorageError(f"not a usable PostgreSQL URL {_shown(url)}: {_first_line(exc)}") from exc
+
+
+def explain(exc: psycopg.Error, doing: str) -> StorageError:
+    """A database error while `doing` something, as a StorageError that says what to check."""
+    if isinstance(exc, errors.InsufficientPrivilege):
+        return StorageError(
+            f"{doing}: the role lacks the right ({_first_line(exc)}); "
+            "connect as the database owner, a role that may create tables, roles and policies"
+        )
+    return StorageError(f"{doing}: {_first_line(exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _shown(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()

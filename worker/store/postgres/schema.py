@@ -1,0 +1,435 @@
+"""The PostgreSQL schema: tables, the write order, roles and row-level security.
+
+Migrations are `(name, sql)`, applied in order and recorded in
+`schema_migrations`, as in worker/store/migrations.py; never edit one that has
+shipped. Tables mirror their SQLite twins column for column, so the same store
+code reads and writes both, plus:
+
+- `author`: the role that wrote the row (`current_user`; a member cannot write
+  another name, the policies check it);
+- `private` on records: raw captures (prompts, observations, transcripts) are
+  private to their author unless their metadata says `"private": false`;
+  everything else is shared unless its metadata says `"private": true`;
+- `fts` on records: the text as a `tsvector` (the `simple` configuration: no
+  stemming, no stop words, right for mixed-language text), GIN-indexed, for
+  ranked keyword search;
+- `record_vectors`: a record version's embedding, so vectors outlive a worker.
+
+The capture side (inbox, quarantine, pending vectors, the LLM budget) stays in
+each developer's local SQLite: capture must keep working while the database
+is away.
+"""
+
+from __future__ import annotations
+
+import time
+
+Migration = tuple[str, str]
+
+MEMBER_ROLE = "memory_anchor_member"
+
+# Every write transaction takes this transaction-level advisory lock before it
+# inserts a record (`PostgresDatabase.transaction`, and the records trigger for
+# any other client). Workers follow the shared log by seq ("everything after the
+# last seq I saw"); with a plain sequence, a transaction could take seq 10, commit
+# after another took and committed seq 11, and a follower that already read 11
+# would skip 10 forever. Under the lock seqs are handed out in commit order.
+WRITE_ORDER_LOCK = 0x6D656D_616E63  # "mem" "anc": any constant the database agrees on
+
+# Kinds whose rows are private to their author unless marked otherwise.
+RAW_CAPTURE_KINDS = ("prompt", "observation", "transcript")
+
+_RAW_KINDS_SQL = ", ".join(f"'{kind}'" for kind in RAW_CAPTURE_KINDS)
+
+MIGRATIONS: list[Migration] = [
+    (
+        "0001_versioned_core",
+        f"""
+        DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{MEMBER_ROLE}') THEN
+                CREATE ROLE {MEMBER_ROLE} NOLOGIN;
+            END IF;
+        END $$;
+        GRANT USAGE ON SCHEMA public TO {MEMBER_ROLE};
+
+        CREATE TABLE branches (
+            name        TEXT PRIMARY KEY,
+            parent      TEXT REFERENCES branches(name),
+            fork_seq    BIGINT,
+            status      TEXT NOT NULL DEFAULT 'active',
+            description TEXT NOT NULL DEFAULT '',
+            created_at  DOUBLE PRECISION NOT NULL,
+            created_by  TEXT,
+            merged_at   DOUBLE PRECISION,
+            archived_at DOUBLE PRECISION,
+            metadata    TEXT NOT NULL DEFAULT '{{}}',
+            author      TEXT NOT NULL DEFAULT current_user
+        );
+        INSERT INTO branches(name, parent, fork_seq, created_at, created_by, description)
+        VALUES ('main', NULL, NULL, extract(epoch FROM now()), 'system', 'The default branch');
+
+        -- The one global write sequence; the trigger below hands it out.
+        CREATE SEQUENCE record_seq;
+
+        CREATE TABLE records (
+            seq          BIGINT PRIMARY KEY,
+            id           TEXT NOT NULL,
+            version      INTEGER NOT NULL,
+            kind         TEXT NOT NULL,
+            layer        TEXT,
+            op           TEXT NOT NULL DEFAULT 'put' CHECK (op IN ('put', 'delete')),
+            status       TEXT NOT NULL DEFAULT 'active',
+            -- Deleting a branch takes its rows with it, whoever wrote them (see 'Deleting a branch').
+            branch       TEXT NOT NULL DEFAULT 'main' REFERENCES branches(name) ON DELETE CASCADE,
+            project      TEXT NOT NULL DEFAULT '',
+            user_id      TEXT,
+            agent_id     TEXT,
+            run_id       TEXT,
+            session_id   TEXT,
+            type         TEXT,
+            title        TEXT,
+            text         TEXT NOT NULL DEFAULT '',
+            data         TEXT NOT NULL DEFAULT '{{}}',
+            metadata     TEXT NOT NULL DEFAULT '{{}}',
+            confidence   DOUBLE PRECISION,
+            fact_key     TEXT,
+            happened_at  DOUBLE PRECISION NOT NULL,
+            created_at   DOUBLE PRECISION NOT NULL,
+            actor        TEXT,
+            reason       TEXT,
+            source_id    TEXT,
+            tool_use_id  TEXT,
+            content_hash TEXT,
+            author       TEXT NOT NULL DEFAULT current_user,
+            private      BOOLEAN NOT NULL,
+            fts          tsvector GENERATED ALWAYS AS
+                             (to_tsvector('simple', coalesce(title, '') || ' ' || text)) STORED
+        );
+        CREATE INDEX records_by_id ON records(id, seq);
+        CREATE INDEX records_by_project ON records(project, kind, seq);
+        CREATE INDEX records_by_session ON records(session_id, seq);
+        CREATE INDEX records_by_user ON records(user_id, seq);
+        CREATE INDEX records_by_branch ON records(branch, seq);
+        CREATE INDEX records_by_time ON records(created_at);
+        CREATE INDEX records_by_fact_key ON records(fact_key) WHERE fact_key IS NOT NULL;
+        CREATE INDEX records_by_tool_use ON records(tool_use_id) WHERE tool_use_id IS NOT NULL;
+        CREATE INDEX records_by_author ON records(author, seq);
+        CREATE INDEX records_fts ON records USING gin(fts);
+
+        -- Runs for every client, not only ours: the order of seqs is the
+        -- database's promise (WRITE_ORDER_LOCK). `private` defaults by kind,
+        -- and the metadata can say otherwise.
+        CREATE FUNCTION records_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            marked jsonb;
+        BEGIN
+            PERFORM pg_advisory_xact_lock({WRITE_ORDER_LOCK});
+            NEW.seq := nextval('record_seq');
+            IF NEW.private IS NULL THEN
+                BEGIN
+                    marked := NEW.metadata::jsonb -> 'private';
+                EXCEPTION WHEN invalid_text_representation THEN
+                    marked := NULL;
+                END;
+                IF jsonb_typeof(marked) = 'boolean' THEN
+                    NEW.private := marked::text::boolean;
+                ELSE
+                    NEW.private := NEW.kind IN ({_RAW_KINDS_SQL});
+                END IF;
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER records_before_insert BEFORE INSERT ON records
+            FOR EACH ROW EXECUTE FUNCTION records_before_insert();
+
+        -- A record version's embedding (float32 bytes), readable when its record is.
+        CREATE TABLE record_vectors (
+            seq       BIGINT PRIMARY KEY REFERENCES records(seq) ON DELETE CASCADE,
+            model     TEXT NOT NULL,
+            embedding BYTEA NOT NULL,
+            author    TEXT NOT NULL DEFAULT current_user
+        );
+
+        CREATE TABLE snapshots (
+            name        TEXT PRIMARY KEY,
+            branch      TEXT NOT NULL REFERENCES branches(name) ON DELETE CASCADE,
+            seq         BIGINT NOT NULL,
+            created_at  DOUBLE PRECISION NOT NULL,
+            created_by  TEXT,
+            description TEXT NOT NULL DEFAULT '',
+            author      TEXT NOT NULL DEFAULT current_user
+        );
+
+        CREATE TABLE sessions (
+            session_id      TEXT PRIMARY KEY,
+            project         TEXT NOT NULL DEFAULT '',
+            cwd             TEXT,
+            branch          TEXT NOT NULL DEFAULT 'main',
+            agent_id        TEXT,
+            parent_session  TEXT,
+            transcript_path TEXT,
+            source          TEXT,
+            status          TEXT NOT NULL DEFAULT 'active',
+            started_at      DOUBLE PRECISION NOT NULL,
+            last_seen_at    DOUBLE PRECISION NOT NULL,
+            ended_at        DOUBLE PRECISION,
+            end_reason      TEXT,
+            prompt_count    INTEGER NOT NULL DEFAULT 0,
+            tool_count      INTEGER NOT NULL DEFAULT 0,
+            author          TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX sessions_by_project ON sessions(project, started_at);
+        """,
+    ),
+    (
+        "0002_memory_model",
+        """
+        CREATE TABLE approvals (
+            id            BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            kind          TEXT NOT NULL,
+            action        TEXT NOT NULL,
+            status        TEXT NOT NULL DEFAULT 'pending',
+            project       TEXT NOT NULL DEFAULT '',
+            branch        TEXT NOT NULL DEFAULT 'main',
+            agent_id      TEXT,
+            session_id    TEXT,
+            record_id     TEXT,
+            payload       TEXT NOT NULL DEFAULT '{}',
+            reason        TEXT,
+            created_at    DOUBLE PRECISION NOT NULL,
+            decided_at    DOUBLE PRECISION,
+            decided_by    TEXT,
+            decision_note TEXT,
+            result_id     TEXT,
+            author        TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX approvals_by_status ON approvals(status, id);
+
+        CREATE TABLE conflicts (
+            id            BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            status        TEXT NOT NULL DEFAULT 'open',
+            project       TEXT NOT NULL DEFAULT '',
+            branch        TEXT NOT NULL DEFAULT 'main',
+            existing_id   TEXT NOT NULL,
+            candidate_id  TEXT NOT NULL,
+            fact_key      TEXT,
+            reason        TEXT,
+            agent_id      TEXT,
+            created_at    DOUBLE PRECISION NOT NULL,
+            resolved_at   DOUBLE PRECISION,
+            resolved_by   TEXT,
+            resolution    TEXT,
+            note          TEXT,
+            author        TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX conflicts_by_status ON conflicts(status, id);
+
+        CREATE TABLE event_archive (
+            id           BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            record_id    TEXT NOT NULL,
+            branch       TEXT NOT NULL DEFAULT 'main',
+            project      TEXT NOT NULL DEFAULT '',
+            agent_id     TEXT,
+            text         TEXT NOT NULL,
+            record       TEXT NOT NULL,
+            expired_at   DOUBLE PRECISION,
+            archived_at  DOUBLE PRECISION NOT NULL,
+            restored_at  DOUBLE PRECISION,
+            author       TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX event_archive_by_record ON event_archive(record_id);
+
+        CREATE TABLE fact_rejections (
+            id           BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            project      TEXT NOT NULL DEFAULT '',
+            agent_id     TEXT,
+            text         TEXT NOT NULL,
+            confidence   DOUBLE PRECISION,
+            source       TEXT,
+            reason       TEXT,
+            created_at   DOUBLE PRECISION NOT NULL,
+            author       TEXT NOT NULL DEFAULT current_user
+        );
+
+        CREATE TABLE open_items (
+            id             BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            project        TEXT NOT NULL DEFAULT '',
+            branch         TEXT NOT NULL DEFAULT 'main',
+            session_id     TEXT NOT NULL,
+            text           TEXT NOT NULL,
+            opened_at      DOUBLE PRECISION NOT NULL,
+            closed_at      DOUBLE PRECISION,
+            closed_by      TEXT,
+            closed_because TEXT,
+            author         TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX open_items_by_project ON open_items(project, closed_at, opened_at);
+        CREATE INDEX open_items_by_session ON open_items(session_id);
+        """,
+    ),
+    (
+        "0003_branching",
+        """
+        CREATE TABLE merges (
+            id                 TEXT PRIMARY KEY,
+            source             TEXT NOT NULL,
+            target             TEXT NOT NULL,
+            strategy           TEXT NOT NULL,
+            actor              TEXT,
+            merged_by          TEXT NOT NULL,
+            created_at         DOUBLE PRECISION NOT NULL,
+            source_head        BIGINT,
+            target_seq_before  BIGINT,
+            target_seq_after   BIGINT,
+            items_merged       TEXT NOT NULL DEFAULT '[]',
+            items_rejected     TEXT NOT NULL DEFAULT '[]',
+            conflicts          TEXT NOT NULL DEFAULT '[]',
+            author             TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX merges_by_source ON merges(source, created_at);
+        CREATE INDEX merges_by_target ON merges(target, created_at);
+
+        CREATE TABLE merge_copies (
+            target_seq  BIGINT PRIMARY KEY REFERENCES records(seq) ON DELETE CASCADE,
+            origin_seq  BIGINT NOT NULL,
+            merge_id    TEXT NOT NULL REFERENCES merges(id),
+            author      TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX merge_copies_by_origin ON merge_copies(origin_seq);
+
+        CREATE TABLE session_branches (
+            session_id     TEXT PRIMARY KEY,
+            branch         TEXT NOT NULL REFERENCES branches(name) ON DELETE CASCADE,
+            chosen_by      TEXT NOT NULL,
+            parent_session TEXT,
+            updated_at     DOUBLE PRECISION NOT NULL,
+            author         TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX session_branches_by_branch ON session_branches(branch);
+        """,
+    ),
+    (
+        "0004_row_level_security",
+        f"""
+        -- Who may do what. Members read shared rows and their own private ones,
+        -- write rows in their own name only, and change only the columns that
+        -- record a decision (column grants). Records are append-only: no member
+        -- may UPDATE or DELETE one; a branch's rows go when its author deletes
+        -- the branch (ON DELETE CASCADE: foreign-key actions run as the table
+        -- owner, so they reach rows the deleting member cannot see).
+        -- FORCE makes the tables' owner obey the policies too: no policy names
+        -- the owner, so it sees nothing through the tables unless it is also a
+        -- member (then it is a developer like the others) or a superuser.
+        GRANT SELECT ON schema_migrations TO {MEMBER_ROLE};
+        GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {MEMBER_ROLE};
+
+        GRANT SELECT, INSERT ON records TO {MEMBER_ROLE};
+        CREATE POLICY records_read ON records FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY records_write ON records FOR INSERT TO {MEMBER_ROLE}
+            WITH CHECK (author = current_user);
+
+        GRANT SELECT, INSERT ON record_vectors TO {MEMBER_ROLE};
+        CREATE POLICY record_vectors_read ON record_vectors FOR SELECT TO {MEMBER_ROLE}
+            USING (EXISTS (SELECT 1 FROM records r WHERE r.seq = record_vectors.seq));
+        CREATE POLICY record_vectors_write ON record_vectors FOR INSERT TO {MEMBER_ROLE}
+            WITH CHECK (author = current_user);
+
+        GRANT SELECT, INSERT, DELETE ON branches TO {MEMBER_ROLE};
+        GRANT UPDATE (status, description, merged_at, archived_at, metadata) ON branches TO {MEMBER_ROLE};
+        CREATE POLICY branches_read ON branches FOR SELECT TO {MEMBER_ROLE} USING (true);
+        CREATE POLICY branches_write ON branches FOR INSERT TO {MEMBER_ROLE}
+            WITH CHECK (author = current_user);
+        CREATE POLICY branches_change ON branches FOR UPDATE TO {MEMBER_ROLE} USING (true);
+        CREATE POLICY branches_delete ON branches FOR DELETE TO {MEMBER_ROLE}
+            USING (author = current_user AND name <> 'main');
+
+        GRANT SELECT, INSERT, DELETE ON snapshots TO {MEMBER_ROLE};
+        CREATE POLICY snapshots_read ON snapshots FOR SELECT TO {MEMBER_ROLE} USING (true);
+        CREATE POLICY snapshots_write ON snapshots FOR INSERT TO {MEMBER_ROLE}
+            WITH CHECK (author = current_user);
+        CREATE POLICY snapshots_delete ON snapshots FOR DELETE TO {MEMBER_ROLE}
+            USING (author = current_user);
+
+        -- Sessions and their branch choices are a developer's own.
+        GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_branches TO {MEMBER_ROLE};
+        CREATE POLICY sessions_own ON sessions TO {MEMBER_ROLE}
+            USING (author = current_user) WITH CHECK (author = current_user);
+        CREATE POLICY session_branches_own ON session_branches TO {MEMBER_ROLE}
+            USING (author = current_user) WITH CHECK (author = current_user);
+
+        -- The memory model's and the merges' tables: shared, written in one's own name.
+        GRANT SELECT, INSERT ON approvals, conflicts, event_archive, fact_rejections, open_items,
+            merges, merge_copies TO {MEMBER_ROLE};
+        GRANT UPDATE (status, decided_at, decided_by, decision_note, result_id) ON approvals TO {MEMBER_ROLE};
+        GRANT UPDATE (status, resolved_at, resolved_by, resolution, note) ON conflicts TO {MEMBER_ROLE};
+        GRANT UPDATE (restored_at) ON event_archive TO {MEMBER_ROLE};
+        GRANT UPDATE (closed_at, closed_by, closed_because) ON open_items TO {MEMBER_ROLE};
+        -- A merge is recorded 'pending', then completed in the same transaction by whoever ran it.
+        GRANT UPDATE (merged_by, target_seq_after, items_merged, items_rejected, conflicts) ON merges TO {MEMBER_ROLE};
+        CREATE POLICY merges_complete ON merges FOR UPDATE TO {MEMBER_ROLE} USING (author = current_user);
+        DO $$
+        DECLARE
+            shared text;
+        BEGIN
+            FOREACH shared IN ARRAY ARRAY['approvals', 'conflicts', 'event_archive', 'fact_rejections',
+                                          'open_items', 'merges', 'merge_copies'] LOOP
+                EXECUTE format('CREATE POLICY %I ON %I FOR SELECT TO {MEMBER_ROLE} USING (true)',
+                               shared || '_read', shared);
+                EXECUTE format('CREATE POLICY %I ON %I FOR INSERT TO {MEMBER_ROLE} WITH CHECK (author = current_user)',
+                               shared || '_write', shared);
+            END LOOP;
+            FOREACH shared IN ARRAY ARRAY['approvals', 'conflicts', 'event_archive', 'open_items'] LOOP
+                EXECUTE format('CREATE POLICY %I ON %I FOR UPDATE TO {MEMBER_ROLE} USING (true)',
+                               shared || '_decide', shared);
+            END LOOP;
+        END $$;
+
+        DO $$
+        DECLARE
+            guarded text;
+        BEGIN
+            FOREACH guarded IN ARRAY ARRAY['records', 'record_vectors', 'branches', 'snapshots', 'sessions',
+                                           'session_branches', 'approvals', 'conflicts', 'event_archive',
+                                           'fact_rejections', 'open_items', 'merges', 'merge_copies'] LOOP
+                EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', guarded);
+                EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', guarded);
+            END LOOP;
+        END $$;
+        """,
+    ),
+]
+
+# Two `storage init` runs at once must not both apply a migration.
+_MIGRATION_LOCK = WRITE_ORDER_LOCK + 1
+
+
+def apply_schema(conn, migrations: list[Migration] = MIGRATIONS) -> list[str]:
+    """Apply every migration not yet recorded, in one transaction; returns the names applied.
+
+    `conn` is a psycopg connection of the database owner, outside a transaction.
+    PostgreSQL's DDL is transactional: an upgrade applies whole or not at all.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+        applied = []
+        for name, sql in migrations:
+            if name in done:
+                continue
+            conn.execute(sql)
+            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (%s, %s)", (name, time.time()))
+            applied.append(name)
+    return applied
+
+
+def applied_migrations(conn) -> list[str]:
+    """The migrations this database has, in order; empty before `storage init`."""
+    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+
