@@ -49,12 +49,12 @@ class ConflictService:
             fact_key=existing.get("fact_key"), source_id=source_id,
             data={"verified_at": now(), "disputes": existing["id"], "source": "ai"},
         )  # fmt: skip
-        cursor = conn.execute(
+        conflict_id = conn.execute(
             """INSERT INTO conflicts(project, branch, existing_id, candidate_id, fact_key, reason, agent_id, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
             (existing["project"], branch, existing["id"], candidate["id"], existing.get("fact_key"), reason, agent_id, now()),
-        )
-        return {"conflict_id": cursor.lastrowid, "candidate": candidate}
+        ).fetchone()[0]
+        return {"conflict_id": conflict_id, "candidate": candidate}
 
     def list(self, status: str | None = "open", project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         where, params = [], []
