@@ -70,3 +70,11 @@ def json_number(dialect: str, column: str, key: str) -> str:
         f"(CASE WHEN jsonb_typeof({column}::jsonb -> '{key}') = 'number' "
         f"THEN ({column}::jsonb ->> '{key}')::double precision END)"
     )
+
+
+def limit_param(dialect: str, limit: int) -> int | None:
+    """A `LIMIT ?` value where a negative limit means none: SQLite reads that from -1 itself,
+    PostgreSQL refuses a negative LIMIT and takes NULL for none."""
+    if limit < 0 and dialect == POSTGRES:
+        return None
+    return limit
