@@ -337,3 +337,32 @@ def test_upgrading_makes_every_version_as_private_as_the_records_most_private_on
             assert conn.execute("SELECT private FROM event_archive").fetchall() == [(True,)]
     finally:
         postgres_cluster.drop_database(database)
+
+
+def test_a_conflict_over_a_private_fact_is_as_private_as_the_fact(team, alice_wrote):
+    from worker.memory import MemoryModel
+
+    store = PostgresDatabase(team["alice"])
+    try:
+        model = MemoryModel(store)
+        with store.transaction() as conn:
+            existing = Records.get(conn, alice_wrote["private fact"]["id"], resolve_view(conn, "main"))
+            opened = model.conflicts.open(
+                conn, existing, "alice's salary review moved to Monday", confidence=0.8,
+                reason="less confident", actor="agent:claude-code", agent_id="claude-code", branch="main",
+            )  # fmt: skip
+            shared = Records.get(conn, alice_wrote["fact"]["id"], resolve_view(conn, "main"))
+            model.conflicts.open(
+                conn, shared, "the login test needs no fake clock", confidence=0.8,
+                reason="less confident", actor="agent:claude-code", agent_id="claude-code", branch="main",
+            )  # fmt: skip
+        assert opened["candidate"]["private"] is True
+        assert model.conflicts.count_open() == 2  # alice sees both
+    finally:
+        store.close()
+    with bob(team) as conn:
+        rows = conn.execute("SELECT existing_id FROM conflicts").fetchall()
+        assert rows == [(alice_wrote["fact"]["id"],)]
+        assert _head_text(team["bob"], opened["candidate"]["id"]) is None
+        assert conn.execute("UPDATE conflicts SET status = 'resolved' WHERE existing_id = %s",
+                            (alice_wrote["private fact"]["id"],)).rowcount == 0  # fmt: skip

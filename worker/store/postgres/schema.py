@@ -507,6 +507,30 @@ MIGRATIONS: list[Migration] = [
             USING (author = current_user);
         """,
     ),
+    (
+        "0006_private_conflicts",
+        f"""
+        -- A conflict names two facts and what they are about (fact_key, reason): it is as
+        -- private as the more private of the two, set by the database like event_archive's.
+        ALTER TABLE conflicts ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
+        ALTER TABLE conflicts NO FORCE ROW LEVEL SECURITY;
+        UPDATE conflicts SET private = record_is_private(existing_id) OR record_is_private(candidate_id);
+        ALTER TABLE conflicts FORCE ROW LEVEL SECURITY;
+        CREATE FUNCTION conflicts_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.private := record_is_private(NEW.existing_id) OR record_is_private(NEW.candidate_id);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER conflicts_before_insert BEFORE INSERT ON conflicts
+            FOR EACH ROW EXECUTE FUNCTION conflicts_before_insert();
+        DROP POLICY conflicts_read ON conflicts;
+        DROP POLICY conflicts_decide ON conflicts;
+        CREATE POLICY conflicts_read ON conflicts FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY conflicts_decide ON conflicts FOR UPDATE TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        """,
+    ),
 ]
 
 # Two `storage init` runs at once must not both apply a migration.
