@@ -7,7 +7,6 @@ import pytest
 from worker.memory.cues import covers, session_outcome, standing_statements
 from worker.memory.open_items import OpenItems
 from worker.memory.text import clip, is_boundary
-from worker.store.db import Database
 
 
 @pytest.mark.parametrize("prompt, kind, replaces", [
@@ -79,8 +78,8 @@ def test_clip_never_cuts_inside_a_character_or_a_word(text):
         assert is_boundary(flat, len(head)) or flat[len(head)] in " ,;:.-，、；：·"
 
 
-def test_open_items_close_when_a_later_session_does_them(tmp_path):
-    db = Database(tmp_path / "m.sqlite3")
+def test_open_items_close_when_a_later_session_does_them(store_db):
+    db = store_db
     items = OpenItems(db)
     with db.transaction() as conn:
         items.record_outcome(conn, project="p", branch="main", session_id="s1",
@@ -100,12 +99,10 @@ def test_open_items_close_when_a_later_session_does_them(tmp_path):
 
 
 @pytest.fixture
-def model(tmp_path):
+def model(store_db):
     from worker.memory import MemoryModel
 
-    database = Database(tmp_path / "memory.sqlite3")
-    yield MemoryModel(database)
-    database.close()
+    return MemoryModel(store_db)
 
 
 def _briefing(model, project="/p", budget=3000):
@@ -144,6 +141,7 @@ def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
     assert len(activity) == 3 and all("×40" in line for line in activity)
 
 
+@pytest.mark.needs_keyword_search  # the rule it replaces is found by keyword
 def test_a_change_of_mind_supersedes_the_rule_locally(model):
     from worker.memory.extraction import Material
 

@@ -16,27 +16,36 @@ from worker.memory import Material, MemoryModel
 from worker.store.db import Database
 from worker.store.records import Records, resolve_view
 
+from tests.memory_clock import facts_verified_at
+
 PROJECT = "/work/demo"
 
 
 @pytest.fixture
-def db(tmp_path):
-    database = Database(tmp_path / "memory.sqlite3")
+def db(store_db):
+    """The memory model's store on each backend (tests/conftest.py)."""
+    return store_db
+
+
+@pytest.fixture
+def local_db(tmp_path):
+    """The developer's local SQLite, which keeps the LLM budget whichever backend holds the memory."""
+    database = Database(tmp_path / "local.sqlite3")
     yield database
     database.close()
 
 
 @pytest.fixture
-def claude_model(db, fake_anthropic):
-    client = ClaudeClient(Settings(llm_max_retries=0), db, sleep=lambda s: None)
+def claude_model(db, local_db, fake_anthropic):
+    client = ClaudeClient(Settings(llm_max_retries=0), local_db, sleep=lambda s: None)
     assert client.available
     return MemoryModel(db, llm=client, read_only_agents=["codex"])
 
 
 @pytest.fixture
-def local_model(db, monkeypatch):
+def local_model(db, local_db, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    client = ClaudeClient(Settings(), db)
+    client = ClaudeClient(Settings(), local_db)
     assert not client.available
     return MemoryModel(db, llm=client)
 
@@ -54,11 +63,8 @@ def summary(text="The session switched stores."):
 
 
 def seed_fact(model, text, confidence=0.95, subject=None, actor=None, verified_days_ago=1.0):
-    record = model.facts.add(FactIn(text=text, confidence=confidence, subject=subject, project=PROJECT), actor=actor)["record"]
-    with model.db.transaction() as conn:  # observed a while ago
-        conn.execute("UPDATE records SET data = json_set(data, '$.verified_at', ?) WHERE seq = ?",
-                     (time.time() - verified_days_ago * 86400, record["seq"]))
-    return record
+    with facts_verified_at(time.time() - verified_days_ago * 86400):  # observed a while ago
+        return model.facts.add(FactIn(text=text, confidence=confidence, subject=subject, project=PROJECT), actor=actor)["record"]
 
 
 def live_records(model):
@@ -83,6 +89,7 @@ def test_claude_adds_new_facts_by_confidence_tier(claude_model, fake_anthropic):
     assert claude_model.approvals.count_pending() == 1
 
 
+@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_claude_update_supersedes_with_a_new_version(claude_model, fake_anthropic):
     old = seed_fact(claude_model, "The vector database is Qdrant", subject="vector database")
     fake_anthropic.enqueue(
@@ -100,6 +107,7 @@ def test_claude_update_supersedes_with_a_new_version(claude_model, fake_anthropi
     assert [f["id"] for f in claude_model.facts.list(project=PROJECT)] == [old["id"]]
 
 
+@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_claude_delete_invalidates_and_none_writes_nothing(claude_model, fake_anthropic):
     nose = seed_fact(claude_model, "Tests run with nose", subject="test runner")
     wal = seed_fact(claude_model, "SQLite runs in WAL mode", subject="sqlite mode")
@@ -117,6 +125,7 @@ def test_claude_delete_invalidates_and_none_writes_nothing(claude_model, fake_an
     assert live_records(claude_model) == before + 1  # only the invalidation version
 
 
+@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_agent_cannot_overwrite_a_human_fact_conflict_is_opened(claude_model, fake_anthropic):
     human = seed_fact(claude_model, "Deploys happen on Fridays", subject="deploy day", actor="human:alice")
     fake_anthropic.enqueue(
@@ -134,6 +143,7 @@ def test_agent_cannot_overwrite_a_human_fact_conflict_is_opened(claude_model, fa
     assert claude_model.facts.get(human["id"])["status"] == "active"
 
 
+@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_less_confident_update_becomes_a_conflict(claude_model, fake_anthropic):
     old = seed_fact(claude_model, "The API port is 8080", subject="api port")
     fake_anthropic.enqueue(
@@ -193,6 +203,7 @@ def test_malformed_decisions_never_touch_existing_facts(claude_model, fake_anthr
     assert current["version"] == 1 and current["status"] == "active" and current["text"] == "The cache TTL is one hour"
 
 
+@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_decision_may_only_target_facts_shown_for_that_candidate(claude_model, fake_anthropic):
     a = seed_fact(claude_model, "Logs rotate daily", subject="log rotation")
     b = seed_fact(claude_model, "The linter is ruff", subject="linter")
@@ -229,10 +240,10 @@ def test_mem0_infer_path(claude_model, fake_anthropic):
     assert claude_model.add_from_messages(request) is None  # the mem0 API then stores the message as given
 
 
-def test_secrets_are_redacted_before_claude_sees_them(db, fake_anthropic):
+def test_secrets_are_redacted_before_claude_sees_them(db, local_db, fake_anthropic):
     from worker.capture.redact import redact_text
 
-    model = MemoryModel(db, llm=ClaudeClient(Settings(llm_max_retries=0), db), redact=redact_text)
+    model = MemoryModel(db, llm=ClaudeClient(Settings(llm_max_retries=0), local_db), redact=redact_text)
     fake_anthropic.enqueue(facts_reply())
     secret = "sk-ant-api03-" + "A" * 40
     model.extract(Material(source="transcript", text=f"export ANTHROPIC_API_KEY={secret}", project=PROJECT))
@@ -242,6 +253,7 @@ def test_secrets_are_redacted_before_claude_sees_them(db, fake_anthropic):
 # --- the local path (no key) ------------------------------------------------------------
 
 
+@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_local_path_extracts_decisions_and_fixes_and_skips_duplicates(local_model):
     observations = [
         {"type": "decision", "title": "Pick Chroma", "data": {"summary": "Chose Chroma as the embedded vector store"}},

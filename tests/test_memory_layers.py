@@ -1,4 +1,4 @@
-"""The rules of each layer of the memory model, over a real SQLite database."""
+"""The rules of each layer of the memory model, on each backend (real SQLite, real PostgreSQL as a member)."""
 
 from __future__ import annotations
 
@@ -23,17 +23,17 @@ from worker.memory import MemoryModel
 from worker.memory.active_context import ActiveContext
 from worker.memory.common import DAY
 from worker.memory.facts import effective_confidence
-from worker.store.db import Database
 from worker.store.records import RecordError, Records, resolve_view
+
+from tests.memory_clock import facts_verified_at
 
 PROJECT = "/work/demo"
 
 
 @pytest.fixture
-def db(tmp_path):
-    database = Database(tmp_path / "memory.sqlite3")
-    yield database
-    database.close()
+def db(store_db):
+    """The memory model's store on each backend (tests/conftest.py: SQLite, and PostgreSQL as a member)."""
+    return store_db
 
 
 @pytest.fixture
@@ -285,14 +285,13 @@ def test_pending_fact_approval_and_rejection(model):
 
 
 def test_confidence_decay_and_needs_verification(model):
-    fact = model.add_fact(FactIn(text="Empty query returns an empty list", confidence=0.95, project=PROJECT))["record"]
+    with facts_verified_at(time.time() - 10 * DAY):  # written ten days ago
+        fact = model.add_fact(FactIn(text="Empty query returns an empty list", confidence=0.95, project=PROJECT))["record"]
     verified = fact["data"]["verified_at"]
     assert effective_confidence(fact, verified + 3 * DAY) == pytest.approx(0.95 * 0.95**3)
     # 0.95 * 0.95^d < 0.6  <=>  d > 8.96
     assert effective_confidence(fact, verified + 8 * DAY) > 0.6
     assert effective_confidence(fact, verified + 9 * DAY) < 0.6
-    with model.db.transaction() as conn:  # make it look ten days old
-        conn.execute("UPDATE records SET data = json_set(data, '$.verified_at', ?) WHERE id = ?", (verified - 10 * DAY, fact["id"]))
     stale = model.facts.get(fact["id"])
     assert stale["needs_verification"] is True and stale["effective_confidence"] < 0.6
     assert [f["id"] for f in model.facts.list(project=PROJECT, needs_verification=True)] == [fact["id"]]
@@ -365,6 +364,7 @@ def test_relations_graph_and_invalidation(model):
 # --- L4 operations -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.needs_keyword_search  # the operations index is searched by keyword
 def test_operations_index_follows_files(model, tmp_path):
     project = tmp_path / "proj"
     ops = project / ".ai" / "operations"
@@ -425,10 +425,9 @@ def _context(model, monkeypatch, budget=3000):
 
 def test_context_puts_identity_first_with_flags(model, monkeypatch):
     model.identity.add(human("Goal: memory for agents", priority=0))
-    stale = model.add_fact(FactIn(text="The cache TTL is one hour", confidence=0.95, project=PROJECT))["record"]
+    with facts_verified_at(time.time() - 30 * DAY):
+        model.add_fact(FactIn(text="The cache TTL is one hour", confidence=0.95, project=PROJECT))
     model.add_fact(FactIn(text="Releases happen on Fridays", confidence=0.95, project=PROJECT))
-    with model.db.transaction() as conn:
-        conn.execute("UPDATE records SET data = json_set(data, '$.verified_at', ?) WHERE id = ?", (time.time() - 30 * DAY, stale["id"]))
     model.log_event(EventIn(content="Fixed the flaky test", when=time.time(), project=PROJECT))
     model.add_fact(FactIn(text="Maybe add a cache", confidence=0.8, project=PROJECT))
     built = _context(model, monkeypatch)

@@ -193,3 +193,176 @@ def test_a_merge_of_private_rows_keeps_their_text_out_of_the_shared_merge_histor
     finally:
         bob_store.close()
     assert sorted(item["text"] for item in history["merged"]) == ["", "the spike proved the cache works"]
+
+
+# --- a record's privacy is the record's, whatever its later versions say ----------------------
+
+
+def _head_text(url: str, record_id: str) -> str | None:
+    """The newest version of `record_id` the role behind `url` can read, by plain SQL."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT text FROM records WHERE id = %s ORDER BY version DESC LIMIT 1", (record_id,)).fetchone()
+    return row[0] if row else None
+
+
+def test_a_shared_record_cannot_be_made_private_by_a_later_version(team):
+    store = PostgresDatabase(team["alice"])
+    try:
+        with store.transaction() as conn:
+            fact = Records.put(conn, "fact", "the staging database is db-2")
+        with pytest.raises(errors.CheckViolation, match="privacy is fixed by its first version"):
+            with store.transaction() as conn:
+                Records.update(conn, fact["id"], text="the staging password is hunter2", metadata={"private": True})
+    finally:
+        store.close()
+    with psycopg.connect(team["alice"], autocommit=True) as alice:  # nor by writing the column itself
+        with pytest.raises(errors.CheckViolation):
+            alice.execute(
+                "INSERT INTO records(id, version, kind, text, happened_at, created_at, private)"
+                " VALUES (%s, 2, 'fact', 'the staging password is hunter2', 0, 0, true)",
+                (fact["id"],),
+            )
+    assert _head_text(team["bob"], fact["id"]) == "the staging database is db-2"
+    assert _head_text(team["alice"], fact["id"]) == "the staging database is db-2"
+
+
+def test_a_later_version_of_a_private_record_stays_private_unmarked(team, alice_wrote):
+    """A fact is shared by kind; this one was written private, so its next version is too,
+    though nothing on that version says so."""
+    private_fact = alice_wrote["private fact"]
+    with psycopg.connect(team["alice"], autocommit=True) as alice:
+        (private,) = alice.execute(
+            "INSERT INTO records(id, version, kind, text, happened_at, created_at)"
+            " VALUES (%s, 2, 'fact', 'alice''s salary review moved to Monday', 0, 0) RETURNING private",
+            (private_fact["id"],),
+        ).fetchone()
+    assert private is True
+    assert _head_text(team["alice"], private_fact["id"]) == "alice's salary review moved to Monday"
+    assert _head_text(team["bob"], private_fact["id"]) is None
+
+
+def test_bob_cannot_publish_a_version_of_alices_private_record(team, alice_wrote):
+    """Knowing the id of Alice's private record, Bob can neither write a shared version of it
+    nor slip his own text in as the head she reads."""
+    private_fact = alice_wrote["private fact"]
+    with bob(team) as conn:
+        with pytest.raises(errors.CheckViolation):
+            conn.execute(
+                "INSERT INTO records(id, version, kind, text, happened_at, created_at, private)"
+                " VALUES (%s, 9, 'fact', 'bob says the review is cancelled', 0, 0, false)",
+                (private_fact["id"],),
+            )
+        conn.execute(
+            "INSERT INTO records(id, version, kind, text, happened_at, created_at)"
+            " VALUES (%s, 9, 'fact', 'bob says the review is cancelled', 0, 0)",
+            (private_fact["id"],),
+        )
+    assert _head_text(team["alice"], private_fact["id"]) == "alice's salary review is Friday"
+
+
+def test_members_cannot_read_which_records_are_private(team, alice_wrote):
+    with bob(team) as conn:
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT id FROM record_privacy")
+
+
+# --- the event archive is as private as the events in it ---------------------------------------
+
+
+def test_an_archived_private_event_keeps_its_text_from_other_members(team):
+    from memory_anchor.schemas.memory_model import EventIn
+    from worker.memory import MemoryModel
+
+    store = PostgresDatabase(team["alice"])
+    try:
+        model = MemoryModel(store)
+        long_ago = 1_000_000.0  # its one-day TTL ran out long ago
+        shared = model.events.log(EventIn(content="deployed v2 to staging", when=long_ago, ttl_days=1))
+        with store.transaction() as conn:
+            private = Records.put(
+                conn, "event", "alice's one-to-one with her manager", metadata={"private": True},
+                data={"expires_at": long_ago + 86400}, happened_at=long_ago,
+            )  # fmt: skip
+        assert model.events.archive_expired() == 2
+        assert {row["record_id"] for row in model.events.archived()} == {shared["id"], private["id"]}
+        # Alice may restore her own private event; it comes back private.
+        (mine,) = [row for row in model.events.archived() if row["record_id"] == private["id"]]
+        model.events.restore(mine["id"])
+        assert _head_text(team["bob"], private["id"]) is None
+    finally:
+        store.close()
+    with bob(team) as conn:
+        archived = conn.execute("SELECT record_id, text, record FROM event_archive").fetchall()
+        assert [row[0] for row in archived] == [shared["id"]]
+        assert all("one-to-one" not in text + record for _, text, record in archived)
+        assert conn.execute("UPDATE event_archive SET restored_at = 1 WHERE record_id = %s", (private["id"],)).rowcount == 0
+
+
+def test_the_archive_decides_an_entrys_privacy_not_its_writer(team, alice_wrote):
+    """An archive row written by hand saying it is shared is still as private as its event."""
+    private_fact = alice_wrote["private fact"]
+    with psycopg.connect(team["alice"], autocommit=True) as alice:
+        alice.execute(
+            "INSERT INTO event_archive(record_id, text, record, archived_at, private) VALUES (%s, %s, '{}', 0, false)",
+            (private_fact["id"], private_fact["text"]),
+        )
+    with bob(team) as conn:
+        assert conn.execute("SELECT count(*) FROM event_archive").fetchone()[0] == 0
+
+
+def test_upgrading_makes_every_version_as_private_as_the_records_most_private_one(postgres_cluster, capsys):
+    """A database written before privacy was the record's may hold a shared version under a
+    private one; the upgrade makes the whole record private, and its archived text with it."""
+    from worker.store.postgres.schema import MIGRATIONS, apply_schema
+
+    database = postgres_cluster.create_database()
+    owner = postgres_cluster.url(database)
+    try:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            apply_schema(conn, MIGRATIONS[:4])
+            conn.execute(
+                "INSERT INTO records(id, version, kind, text, happened_at, created_at, author, private) VALUES"
+                " ('mixed', 1, 'event', 'shared at first', 0, 0, 'alice', false),"
+                " ('mixed', 2, 'event', 'then made private', 0, 0, 'alice', true),"
+                " ('open', 1, 'fact', 'shared throughout', 0, 0, 'alice', false)"
+            )
+            conn.execute(
+                "INSERT INTO event_archive(record_id, text, record, archived_at, author)"
+                " VALUES ('mixed', 'then made private', '{}', 0, 'alice')"
+            )
+        assert main(["storage", "init", owner]) == 0
+        with psycopg.connect(owner) as conn:
+            privacy = dict(conn.execute("SELECT id, bool_and(private) FROM records GROUP BY id").fetchall())
+            assert privacy == {"mixed": True, "open": False}
+            assert conn.execute("SELECT private FROM event_archive").fetchall() == [(True,)]
+    finally:
+        postgres_cluster.drop_database(database)
+
+
+def test_a_conflict_over_a_private_fact_is_as_private_as_the_fact(team, alice_wrote):
+    from worker.memory import MemoryModel
+
+    store = PostgresDatabase(team["alice"])
+    try:
+        model = MemoryModel(store)
+        with store.transaction() as conn:
+            existing = Records.get(conn, alice_wrote["private fact"]["id"], resolve_view(conn, "main"))
+            opened = model.conflicts.open(
+                conn, existing, "alice's salary review moved to Monday", confidence=0.8,
+                reason="less confident", actor="agent:claude-code", agent_id="claude-code", branch="main",
+            )  # fmt: skip
+            shared = Records.get(conn, alice_wrote["fact"]["id"], resolve_view(conn, "main"))
+            model.conflicts.open(
+                conn, shared, "the login test needs no fake clock", confidence=0.8,
+                reason="less confident", actor="agent:claude-code", agent_id="claude-code", branch="main",
+            )  # fmt: skip
+        assert opened["candidate"]["private"] is True
+        assert model.conflicts.count_open() == 2  # alice sees both
+    finally:
+        store.close()
+    with bob(team) as conn:
+        rows = conn.execute("SELECT existing_id FROM conflicts").fetchall()
+        assert rows == [(alice_wrote["fact"]["id"],)]
+        assert _head_text(team["bob"], opened["candidate"]["id"]) is None
+        assert conn.execute("UPDATE conflicts SET status = 'resolved' WHERE existing_id = %s",
+                            (alice_wrote["private fact"]["id"],)).rowcount == 0  # fmt: skip

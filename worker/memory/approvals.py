@@ -57,13 +57,13 @@ class ApprovalQueue:
         reason: str | None = None,
     ) -> dict[str, Any]:
         """Queue a proposal (inside the caller's write transaction)."""
-        cursor = conn.execute(
+        row = conn.execute(
             """INSERT INTO approvals(kind, action, project, branch, agent_id, session_id, record_id, payload, reason, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
             (kind, action, project or "", branch or "main", agent_id, session_id, record_id,
              json.dumps(payload, ensure_ascii=False, default=str), reason, now()),
-        )  # fmt: skip
-        return _row(conn.execute("SELECT * FROM approvals WHERE id = ?", (cursor.lastrowid,)).fetchone())
+        ).fetchone()  # fmt: skip
+        return _row(row)
 
     def list(self, status: str | None = "pending", kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         where, params = [], []

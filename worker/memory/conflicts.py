@@ -42,19 +42,24 @@ class ConflictService:
 
     def open(self, conn, existing: dict[str, Any], text: str, *, confidence: float, reason: str, actor: str,
              agent_id: str | None, branch: str, source_id: str | None = None) -> dict[str, Any]:  # fmt: skip
-        """Keep both: the contradicting statement becomes a `disputed` fact."""
+        """Keep both: the contradicting statement becomes a `disputed` fact.
+
+        On team storage rows say whether they are `private`; a statement contradicting a
+        private fact is private too (a shared one would publish what the fact is about).
+        """
+        privacy = {"metadata": {"private": True}} if existing.get("private") else {}
         candidate = Records.put(
             conn, "fact", text, branch=branch, actor=actor, reason="CONFLICT", layer=VERIFIED_FACT, status="disputed",
             project=existing["project"], agent_id=agent_id, type=existing.get("type") or "fact", confidence=confidence,
             fact_key=existing.get("fact_key"), source_id=source_id,
-            data={"verified_at": now(), "disputes": existing["id"], "source": "ai"},
+            data={"verified_at": now(), "disputes": existing["id"], "source": "ai"}, **privacy,
         )  # fmt: skip
-        cursor = conn.execute(
+        conflict_id = conn.execute(
             """INSERT INTO conflicts(project, branch, existing_id, candidate_id, fact_key, reason, agent_id, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
             (existing["project"], branch, existing["id"], candidate["id"], existing.get("fact_key"), reason, agent_id, now()),
-        )
-        return {"conflict_id": cursor.lastrowid, "candidate": candidate}
+        ).fetchone()[0]
+        return {"conflict_id": conflict_id, "candidate": candidate}
 
     def list(self, status: str | None = "open", project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         where, params = [], []

@@ -18,6 +18,7 @@ from worker.index.timewords import time_window
 from worker.memory.common import DAY, DEFAULT_AGENT, agent_actor, now, to_epoch
 from worker.memory.finder import Finder, boosted
 from worker.store.db import Database
+from worker.store.dialect import dialect_of, json_number
 from worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 
@@ -110,13 +111,13 @@ class EventLog:
         at = at or now()
         count = 0
         with self.db.transaction() as conn:
+            expires_at = json_number(dialect_of(conn), "r.data", "expires_at")
             branches = [r["name"] for r in conn.execute("SELECT name FROM branches WHERE status = 'active'")]
             for branch in branches:
                 view = resolve_view(conn, branch)
                 rows, _ = Records.query(
                     conn, view, filters={"kind": "event", "branch": branch}, limit=100_000,
-                    extra_where="json_extract(r.data, '$.expires_at') IS NOT NULL AND json_extract(r.data, '$.expires_at') < ?",
-                    extra_params=[at],
+                    extra_where=f"{expires_at} < ?", extra_params=[at],
                 )  # fmt: skip
                 for row in rows:
                     conn.execute(

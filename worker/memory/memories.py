@@ -11,6 +11,7 @@ from typing import Any
 
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
 from worker.store import filters as filter_language
+from worker.store.dialect import dialect_of
 from worker.store.filters import Filter
 from worker.store.records import MAIN, NotFound, RecordError, Records, parse_time, resolve_view
 
@@ -89,9 +90,9 @@ class MemoryService:
         scope, expr = _scope_and_expr(filters)
         if not scope and expr is None:
             raise RecordError("delete_all needs at least one of user_id, agent_id, run_id, project (or other filters)")
-        extra = expr.sql("r") if expr is not None else ("", [])
         count = 0
         with self.db.transaction() as conn:
+            extra = _filter_sql(conn, expr)
             view = resolve_view(conn, branch)
             while True:
                 page, _ = Records.query(
@@ -135,7 +136,7 @@ class MemoryService:
             raise RecordError(f"limit must be between 1 and {LIST_LIMIT_MAX}")
         conn = self.db.reader()
         scope, expr = _scope_and_expr(filters)
-        extra = expr.sql("r") if expr is not None else ("", [])
+        extra = _filter_sql(conn, expr)
         return Records.query(
             conn, resolve_view(conn, branch, as_of), filters={"kind": list(kinds), **scope}, limit=limit, offset=offset,
             extra_where=extra[0], extra_params=extra[1],
@@ -178,6 +179,11 @@ def _scope_and_expr(filters: dict[str, Any]) -> tuple[dict[str, Any], Filter | N
     if others:
         rest = {"AND": [rest, others]} if rest else others
     return scope, (filter_language.parse(rest) if rest else None)
+
+
+def _filter_sql(conn, expr: Filter | None) -> tuple[str, list[Any]]:
+    """The compiled filter as a WHERE fragment over `records r`, in the connection's dialect."""
+    return expr.sql("r", dialect_of(conn)) if expr is not None else ("", [])
 
 
 def filters_from_query(query: dict[str, str]) -> dict[str, Any]:

@@ -146,11 +146,14 @@ class MemoryModel:
     # --- writes that go through the read-only policy -------------------------------------------
 
     def _guarded(self, operation: str, payload_model, agent_id: str | None, *, project: str = "",
-                 branch: str | None = None, session_id: str | None = None):  # fmt: skip
+                 branch: str | None = None, session_id: str | None = None, extra: dict[str, Any] | None = None):  # fmt: skip
+        """A read-only agent's write as a proposal, or None. `extra` joins the payload as it is
+        queued: a proposal is written once (on team storage a member may not rewrite one)."""
         if not self.policy.is_read_only(agent_id):
             return None
+        payload = {**payload_model.model_dump(mode="json"), **(extra or {})}
         with self.db.transaction() as conn:
-            return self.policy.propose(conn, operation, payload_model.model_dump(mode="json"), agent_id=agent_id,
+            return self.policy.propose(conn, operation, payload, agent_id=agent_id,
                                        project=project, branch=branch or MAIN, session_id=session_id)  # fmt: skip
 
     def log_event(self, event: EventIn, *, actor: str | None = None) -> dict[str, Any]:
@@ -193,10 +196,9 @@ class MemoryModel:
     def promote_to_fact(self, event_id: str, request: PromoteRequest, *, actor: str | None = None) -> dict[str, Any]:
         """L2 → L3: a fact whose source is the event; the event stays, marked as promoted."""
         proposed = self._guarded("promote_to_fact", request.model_copy(update={"text": request.text}), request.agent_id,
-                                 branch=request.branch)  # fmt: skip
+                                 branch=request.branch, extra={"event_id": event_id})  # fmt: skip
         if proposed:
             proposed["event_id"] = event_id
-            self._patch_proposal(proposed["approval_id"], {"event_id": event_id})
             return proposed
         branch = request.branch or MAIN
         agent_id = request.agent_id or DEFAULT_AGENT
@@ -224,14 +226,6 @@ class MemoryModel:
         if proposed:
             return proposed
         return {"status": "active", "record": self.relations.write(relation)}
-
-    def _patch_proposal(self, approval_id: int, extra: dict[str, Any]) -> None:
-        with self.db.transaction() as conn:
-            approval = self.approvals.get(approval_id, conn)
-            import json
-
-            conn.execute("UPDATE approvals SET payload = ? WHERE id = ?",
-                         (json.dumps({**approval["payload"], **extra}, default=str), approval_id))  # fmt: skip
 
     def _approve_agent_write(self, conn, approval: dict[str, Any], decision: Decision) -> str | None:
         """Perform a read-only agent's write now, as that agent, noting who approved it."""

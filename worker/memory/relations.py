@@ -15,6 +15,7 @@ from typing import Any
 from memory_anchor.schemas.memory_model import GraphQuery, RelationIn
 from worker.memory.common import DEFAULT_AGENT, agent_actor, now, to_epoch
 from worker.store.db import Database
+from worker.store.dialect import dialect_of, json_text
 from worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 
@@ -84,7 +85,9 @@ class RelationStore:
                 break
             marks = ",".join("?" * len(frontier))
             names = list(frontier)
-            extra = (f"(json_extract(r.data, '$.subject_key') IN ({marks}) OR json_extract(r.data, '$.object_key') IN ({marks}))")
+            dialect = dialect_of(conn)
+            extra = (f"({json_text(dialect, 'r.data', 'subject_key')} IN ({marks})"
+                     f" OR {json_text(dialect, 'r.data', 'object_key')} IN ({marks}))")  # fmt: skip
             filters: dict[str, Any] = {"kind": "relation"}
             if query.project is not None:
                 filters["project"] = query.project

@@ -40,3 +40,41 @@ def table_exists(conn: Any, name: str) -> bool:
     else:
         sql = "SELECT 1 WHERE to_regclass(?) IS NOT NULL"
     return conn.execute(sql, (name,)).fetchone() is not None
+
+
+def _json_key(key: str) -> str:
+    # Keys are the store's own names, written into the SQL: never a caller's text.
+    if not key.isidentifier():
+        raise ValueError(f"not a JSON key the store uses: {key!r}")
+    return key
+
+
+def json_text(dialect: str, column: str, key: str) -> str:
+    """A top-level key of a JSON text column, as text (NULL when absent); for equality and IN."""
+    key = _json_key(key)
+    if dialect == SQLITE:
+        return f"json_extract({column}, '$.{key}')"
+    return f"({column}::jsonb ->> '{key}')"
+
+
+def json_number(dialect: str, column: str, key: str) -> str:
+    """A top-level key of a JSON text column as a number, NULL when absent or not a number.
+
+    SQLite's json_extract gives a string for a string, which then sorts after every number;
+    PostgreSQL would refuse to cast it, so a value that is not a JSON number counts as absent.
+    """
+    key = _json_key(key)
+    if dialect == SQLITE:
+        return f"(CASE WHEN json_type({column}, '$.{key}') IN ('integer', 'real') THEN json_extract({column}, '$.{key}') END)"
+    return (
+        f"(CASE WHEN jsonb_typeof({column}::jsonb -> '{key}') = 'number' "
+        f"THEN ({column}::jsonb ->> '{key}')::double precision END)"
+    )
+
+
+def limit_param(dialect: str, limit: int) -> int | None:
+    """A `LIMIT ?` value where a negative limit means none: SQLite reads that from -1 itself,
+    PostgreSQL refuses a negative LIMIT and takes NULL for none."""
+    if limit < 0 and dialect == POSTGRES:
+        return None
+    return limit

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from memory_anchor.schemas.filters import TIME_RANGE
-from worker.store.dialect import POSTGRES, SQLITE, dialect_of, index_hint
+from worker.store.dialect import POSTGRES, SQLITE, dialect_of, index_hint, limit_param
 
 MAIN = "main"
 QUERY_ORDERS = ("seq DESC", "seq ASC", "happened_at DESC", "happened_at ASC")
@@ -509,7 +509,8 @@ class Records:
         base_params = [*params, *cond_params, *outer_params]
         total = conn.execute(f"SELECT count(*) {base}", base_params).fetchone()[0]
         rows = conn.execute(
-            f"SELECT r.* {base} ORDER BY r.{order} LIMIT ? OFFSET ?", [*base_params, limit, offset]
+            f"SELECT r.* {base} ORDER BY r.{order} LIMIT ? OFFSET ?",
+            [*base_params, limit_param(dialect_of(conn), limit), offset],
         ).fetchall()
         return [row_to_dict(r) for r in rows], int(total)
 

@@ -398,6 +398,139 @@ MIGRATIONS: list[Migration] = [
         END $$;
         """,
     ),
+    (
+        "0005_privacy_of_the_logical_record",
+        f"""
+        -- A record's privacy belongs to the record, not to each version: it is decided
+        -- when the record (its id) is first written, and every later version, on any
+        -- branch and by anyone, carries the same flag. A version that asks otherwise
+        -- (metadata "private", or the column given) is refused. With the flag fixed per
+        -- id, the read policy stays a test on the row itself, and no member can see an
+        -- earlier shared version as the head of a record whose newer version is private.
+        -- The flag lives in record_privacy, which members cannot read: only the
+        -- functions below, run as the owner, look an id up, so who wrote which private
+        -- id stays out of sight.
+        CREATE TABLE record_privacy (
+            id      TEXT PRIMARY KEY,
+            private BOOLEAN NOT NULL
+        );
+
+        -- Backfill as the owner, whom FORCE would otherwise keep from members' rows: an
+        -- id with any private version is private, and its shared versions become private too.
+        ALTER TABLE records NO FORCE ROW LEVEL SECURITY;
+        INSERT INTO record_privacy(id, private) SELECT id, bool_or(private) FROM records GROUP BY id;
+        UPDATE records r SET private = true FROM record_privacy p
+            WHERE p.id = r.id AND p.private AND NOT r.private;
+        ALTER TABLE records FORCE ROW LEVEL SECURITY;
+
+        -- The privacy of record `id`: fixed by its first version (`asked`, then recorded),
+        -- or NULL when `asked` is given and contradicts it.
+        CREATE FUNCTION record_privacy_fix(record_id TEXT, asked BOOLEAN) RETURNS BOOLEAN
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+        DECLARE
+            fixed BOOLEAN;
+        BEGIN
+            SELECT private INTO fixed FROM record_privacy WHERE id = record_id;
+            IF NOT FOUND THEN
+                INSERT INTO record_privacy(id, private) VALUES (record_id, asked);
+                RETURN asked;
+            END IF;
+            RETURN fixed;
+        END $$;
+        REVOKE ALL ON FUNCTION record_privacy_fix(TEXT, BOOLEAN) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION record_privacy_fix(TEXT, BOOLEAN) TO {MEMBER_ROLE};
+
+        -- Whether record `id` is private; an id never written counts as private.
+        CREATE FUNCTION record_is_private(record_id TEXT) RETURNS BOOLEAN
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+            SELECT coalesce((SELECT private FROM record_privacy WHERE id = record_id), true)
+        $$;
+        REVOKE ALL ON FUNCTION record_is_private(TEXT) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION record_is_private(TEXT) TO {MEMBER_ROLE};
+
+        CREATE OR REPLACE FUNCTION records_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            marked jsonb;
+            asked boolean;
+            explicit boolean := NEW.private IS NOT NULL;
+            fixed boolean;
+        BEGIN
+            PERFORM pg_advisory_xact_lock({WRITE_ORDER_LOCK});
+            NEW.seq := nextval('record_seq');
+            asked := NEW.private;
+            IF asked IS NULL THEN
+                BEGIN
+                    marked := NEW.metadata::jsonb -> 'private';
+                EXCEPTION WHEN invalid_text_representation THEN
+                    marked := NULL;
+                END;
+                IF jsonb_typeof(marked) = 'boolean' THEN
+                    asked := marked::text::boolean;
+                    explicit := true;
+                ELSE
+                    asked := NEW.kind IN ({_RAW_KINDS_SQL});
+                END IF;
+            END IF;
+            -- Under the write-order lock: two first versions of one id cannot race.
+            fixed := record_privacy_fix(NEW.id, asked);
+            IF explicit AND asked IS DISTINCT FROM fixed THEN
+                RAISE EXCEPTION 'record % is %: a record''s privacy is fixed by its first version',
+                    NEW.id, CASE WHEN fixed THEN 'private' ELSE 'shared' END
+                    USING ERRCODE = 'check_violation';
+            END IF;
+            NEW.private := fixed;
+            RETURN NEW;
+        END $$;
+
+        -- event_archive keeps an archived event's text: it is as private as the event.
+        ALTER TABLE event_archive ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
+        ALTER TABLE event_archive NO FORCE ROW LEVEL SECURITY;
+        UPDATE event_archive SET private = record_is_private(record_id);
+        ALTER TABLE event_archive FORCE ROW LEVEL SECURITY;
+        CREATE FUNCTION event_archive_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.private := record_is_private(NEW.record_id);  -- whatever the writer said
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER event_archive_before_insert BEFORE INSERT ON event_archive
+            FOR EACH ROW EXECUTE FUNCTION event_archive_before_insert();
+        DROP POLICY event_archive_read ON event_archive;
+        DROP POLICY event_archive_decide ON event_archive;
+        CREATE POLICY event_archive_read ON event_archive FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY event_archive_decide ON event_archive FOR UPDATE TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+
+        -- A session that states its next steps again withdraws its own still-open ones.
+        GRANT DELETE ON open_items TO {MEMBER_ROLE};
+        CREATE POLICY open_items_withdraw ON open_items FOR DELETE TO {MEMBER_ROLE}
+            USING (author = current_user);
+        """,
+    ),
+    (
+        "0006_private_conflicts",
+        f"""
+        -- A conflict names two facts and what they are about (fact_key, reason): it is as
+        -- private as the more private of the two, set by the database like event_archive's.
+        ALTER TABLE conflicts ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
+        ALTER TABLE conflicts NO FORCE ROW LEVEL SECURITY;
+        UPDATE conflicts SET private = record_is_private(existing_id) OR record_is_private(candidate_id);
+        ALTER TABLE conflicts FORCE ROW LEVEL SECURITY;
+        CREATE FUNCTION conflicts_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.private := record_is_private(NEW.existing_id) OR record_is_private(NEW.candidate_id);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER conflicts_before_insert BEFORE INSERT ON conflicts
+            FOR EACH ROW EXECUTE FUNCTION conflicts_before_insert();
+        DROP POLICY conflicts_read ON conflicts;
+        DROP POLICY conflicts_decide ON conflicts;
+        CREATE POLICY conflicts_read ON conflicts FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY conflicts_decide ON conflicts FOR UPDATE TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        """,
+    ),
 ]
 
 # Two `storage init` runs at once must not both apply a migration.
