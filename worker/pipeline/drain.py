@@ -54,6 +54,7 @@ class Pipeline:
         self._stopping = False
         self._last_capture = 0.0
         self._vector_queue: bool | None = None
+        self._store_away = False
         # Extra work other modules hook in, run after an event's records are written.
         self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
 
@@ -114,8 +115,15 @@ class Pipeline:
                 self.inbox.ingest_spool(spool)
             except Exception:  # the spool file stays (or is recovered at the next start): never lost
                 log.exception("could not ingest the spool; the inbox goes on")
-        if self.services.store_unreachable() is not None:
-            return 0  # the events wait in the inbox; the next pass asks again
+        reason = self.services.store_unreachable()
+        if reason is not None:  # the events wait in the inbox; the next pass asks again
+            if not self._store_away:
+                log.warning("pipeline paused: the team store is unreachable (%s); captured events wait in the inbox", reason)
+            self._store_away = True
+            return 0
+        if self._store_away:
+            log.warning("pipeline resumed: the team store answers again")
+            self._store_away = False
         events = self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH)
         if events:
             self.process(events)
