@@ -156,6 +156,9 @@ def test_captured_memory_branches_and_time_travel_through_a_worker_on_postgres(t
         assert [s["session_id"] for s in sessions] == [SESSION]
         context = worker.get("/api/v1/context?project=/tmp/project-team")["context"]
         assert "experiment" in context
+        # Export and import are the data dir's: a team database is copied with `storage migrate`.
+        code, body = worker.request("GET", "/api/v1/export")
+        assert code == 409 and body["error"]["code"] == "team_storage" and "storage migrate" in body["error"]["message"]
 
         # All of it is in the team database, in the member's name; the local file holds capture only.
         with psycopg.connect(owner_url) as conn:
