@@ -170,3 +170,29 @@ def test_unknown_author_and_missing_source_are_clear_errors(team, tmp_path):
     assert stranger.returncode == 1 and "add-member mallory" in stranger.stderr
     no_author = migrate("--to", owner_url, "--from", str(tmp_path / "empty.sqlite3"))
     assert no_author.returncode == 1 and "--author" in no_author.stderr
+
+
+def test_an_owner_who_is_not_a_superuser_migrates(source, postgres_cluster):
+    """As on a managed PostgreSQL: the owner has CREATEROLE only, and lifts its tables' FORCE for the
+    migration's transaction alone; the member then reads the memory, and the owner still reads nothing."""
+    data_dir, plan, _answers, export = source
+    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS migrating_owner")
+        conn.execute("CREATE ROLE migrating_owner LOGIN CREATEROLE")
+    database = postgres_cluster.create_database()
+    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" OWNER TO migrating_owner')
+    owner = postgres_cluster.url(database, user="migrating_owner")
+    try:
+        cli = [sys.executable, "-m", "memory_anchor.cli.main", "storage"]
+        for step in (["init", owner], ["add-member", "fran", "--url", owner]):
+            assert subprocess.run([*cli, *step], cwd=ROOT, capture_output=True, timeout=120).returncode == 0
+        done = migrate("--to", owner, "--from", str(data_dir / "memory.sqlite3"), "--author", "fran")
+        assert done.returncode == 0, done.stderr
+        records = sum(1 for line in rows_of(export) if line["table"] == "records")
+        with psycopg.connect(postgres_cluster.url(database, user="fran")) as conn:
+            assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == records
+        with psycopg.connect(owner) as conn:
+            assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+    finally:
+        postgres_cluster.drop_database(database)

@@ -24,6 +24,7 @@ from worker.store.postgres.database import Connection, PostgresDatabase
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 1.0
+WAIT_FOR_CONNECT_SECONDS = 1.0
 
 
 class TeamDatabase:
@@ -44,7 +45,12 @@ class TeamDatabase:
         db = self._db
         if db is not None:
             return db
-        with self._lock:
+        # One thread connects; the others wait for it a little (a healthy connect takes milliseconds)
+        # but not for a server that does not answer, which holds a connect for its whole timeout:
+        # the API's few threads also commit hook events.
+        if not self._lock.acquire(timeout=WAIT_FOR_CONNECT_SECONDS):
+            raise StorageUnavailable(self.down_reason or "connecting to the team database")
+        try:
             if self._db is not None:
                 return self._db
             if time.monotonic() < self._next_try:
@@ -58,6 +64,8 @@ class TeamDatabase:
                 log.warning("the team database at %s is reachable again", self.shown_url)
             self.down_reason = None
             return self._db
+        finally:
+            self._lock.release()
 
     def _went_down(self, reason: str) -> None:
         """Called with the lock held."""
