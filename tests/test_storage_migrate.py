@@ -142,7 +142,7 @@ def test_sqlite_to_postgres_and_back_keeps_every_read(source, team, tmp_path):
 
 def test_a_non_empty_target_is_refused_and_left_alone(source, team, tmp_path):
     data_dir, _plan, _answers, _export = source
-    owner_url, _ = team
+    owner_url, _dev_url = team
     sqlite_file = data_dir / "memory.sqlite3"
     assert migrate("--to", owner_url, "--from", str(sqlite_file), "--author", "dev").returncode == 0
     with psycopg.connect(owner_url) as conn:  # the test cluster's superuser: row security does not apply
@@ -155,6 +155,10 @@ def test_a_non_empty_target_is_refused_and_left_alone(source, team, tmp_path):
         # Row security is in force again after the migration's transaction.
         forced = conn.execute("SELECT relforcerowsecurity FROM pg_class WHERE relname = 'records'").fetchone()[0]
         assert forced is True
+
+    # A member cannot lift the tables' row security: the way back asks for the owner, plainly.
+    member = migrate("--to", str(tmp_path / "copy" / "memory.sqlite3"), "--from", _dev_url)
+    assert member.returncode == 1 and "database owner" in member.stderr and "Traceback" not in member.stderr
 
     # The way back refuses a data dir that already has a memory.
     back = migrate("--to", str(data_dir), "--from", owner_url)
