@@ -7,6 +7,7 @@ wait in the inbox (never quarantined for it), the status says why, reads answer
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -16,15 +17,18 @@ import pytest
 
 from tests.conftest import ROOT, start_worker, wait_for, worker_env
 from tests.postgres import free_port, init_team_database, member_url
+from tests.test_hooks import hook_env, run_hook
 
 SESSION = "9a7e2c41-team-outage"
 
 
 @pytest.fixture
 def team(postgres_cluster):
-    """(owner URL, the member dev's URL) of a fresh team database."""
+    """(owner URL, the member dev's URL) of a fresh team database; the URL carries a password (the test
+    server trusts loopback and ignores it) so that status pages can be seen not to show it."""
     name = init_team_database(postgres_cluster)
-    yield postgres_cluster.url(name), member_url(postgres_cluster, name, "dev")
+    member_url(postgres_cluster, name, "dev")
+    yield postgres_cluster.url(name), postgres_cluster.url(name, user="dev", password="s3cret")
     postgres_cluster.drop_database(name)
 
 
@@ -53,11 +57,17 @@ def test_worker_started_while_postgres_is_down_captures_and_catches_up(tmp_path,
     try:
         worker = start_worker(tmp_path, env=worker_env(tmp_path, MEMORY_ANCHOR_STORAGE_URL=dev_url))
         try:
-            for n in range(5):
+            for n in range(4):
                 worker.post("/api/v1/events", _prompt(n), expect=202)
+            # The real hooks: a session starts (its context cannot be read) and a prompt is captured.
+            env = hook_env(tmp_path)
+            started = run_hook("SessionStart", {"hook_event_name": "SessionStart", "session_id": SESSION,
+                                                "cwd": "/tmp/project-team", "source": "startup"}, env)  # fmt: skip
+            assert started.returncode == 0 and b"Traceback" not in started.stderr
+            assert run_hook("UserPromptSubmit", _prompt(4), env).returncode == 0
             status = _status(worker)
             assert status["store"]["backend"] == "postgresql" and status["store"]["reachable"] is False
-            assert "password" not in status["store"]["url"]
+            assert "s3cret" not in json.dumps(status) and ":***@" in status["store"]["url"]
             assert status["store"]["reason"]
             assert "team store unreachable:" in _cli_status(worker)
 
@@ -69,7 +79,7 @@ def test_worker_started_while_postgres_is_down_captures_and_catches_up(tmp_path,
             log = tmp_path / "logs" / "worker.log"
             wait_for(lambda: log.exists() and "pipeline paused" in log.read_text(), what="the pipeline meeting the outage")
             inbox = worker.get("/api/v1/inbox")
-            assert inbox["counts"].get("pending") == 5 and inbox["counts"]["quarantined"] == 0
+            assert inbox["counts"].get("pending") == 6 and inbox["counts"]["quarantined"] == 0
             local = sqlite3.connect(tmp_path / "memory.sqlite3")
             try:  # not one attempt counted against them
                 assert local.execute("SELECT max(attempts) FROM inbox").fetchone()[0] == 0
@@ -81,7 +91,7 @@ def test_worker_started_while_postgres_is_down_captures_and_catches_up(tmp_path,
     finally:
         postgres_cluster.resume()
     try:
-        wait_for(lambda: _status(worker)["inbox"].get("done") == 5, what="the inbox caught up")
+        wait_for(lambda: _status(worker)["inbox"].get("done") == 6, what="the inbox caught up")
         assert _status(worker)["store"]["reachable"] is True
         assert _status(worker)["inbox"].get("pending", 0) == 0
         with psycopg.connect(owner_url) as conn:
@@ -103,7 +113,7 @@ def test_worker_started_while_postgres_is_down_captures_and_catches_up(tmp_path,
             assert code == 503 and body["error"]["code"] == "storage_unavailable"
         finally:
             postgres_cluster.resume()
-        wait_for(lambda: _status(worker)["inbox"].get("done") == 8, what="the inbox caught up again")
+        wait_for(lambda: _status(worker)["inbox"].get("done") == 9, what="the inbox caught up again")
         timeline = worker.get(f"/api/v1/timeline?session_id={SESSION}&limit=20")["results"]
         assert sorted(r["title"] for r in timeline) == sorted(_prompt(n)["prompt"] for n in range(8))
         assert _status(worker)["inbox"]["quarantined"] == 0
