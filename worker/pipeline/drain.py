@@ -248,9 +248,13 @@ class Pipeline:
         """(session, {"record": ...}) when a record of this event is already stored, else None.
 
         The inbox id alone is this machine's; with the session (a Claude Code session runs on
-        one machine) it names the event in a database every developer shares.
+        one machine) it names the event in a database every developer shares. An event without a
+        session has no such name: it is written again rather than risk taking another machine's
+        event for it (a duplicate after a crash, never a loss).
         """
-        session_id = event.session_id or "unknown"
+        if not event.session_id:
+            return None
+        session_id = event.session_id
         row = conn.execute(
             "SELECT * FROM records WHERE session_id = ? AND source_id = ? ORDER BY seq DESC LIMIT 1",
             (session_id, f"inbox:{event.id}"),
