@@ -130,6 +130,10 @@ def test_a_closed_port_is_an_outage_not_a_failure_to_start(tmp_path):
         assert store["reachable"] is False and "cannot connect" in store["reason"]
         code, body = worker.request("POST", "/api/v1/memories", {"messages": [{"role": "user", "content": "x"}], "infer": False})
         assert code == 503 and body["error"]["code"] == "storage_unavailable"
+        # Search says so too, in words a person (or the model, through the MCP tools) can act on.
+        code, body = worker.request("POST", "/api/v1/memories/search", {"query": "what did we decide"})
+        assert code == 503 and body["error"]["code"] == "storage_unavailable"
+        assert body["error"]["message"].startswith("the team store is unreachable: ")
         assert worker.get("/api/v1/inbox")["counts"].get("pending") == 1
     finally:
         worker.stop()
