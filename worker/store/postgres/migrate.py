@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from memory_anchor.schemas.portability import ExportEnd, ExportHeader, ExportRow
 from memory_anchor.version import __version__
 from worker.store.errors import StorageError
-from worker.store.portability import LEADING_TABLES, _decode, _encode
+from worker.store.portability import LEADING_TABLES, decode_value, encode_value
 from worker.store.postgres.schema import MEMBER_ROLE, WRITE_ORDER_LOCK
 from worker.store.records import MAIN, iso
 
@@ -199,7 +199,7 @@ class _Loader:
         missing = sorted(set(row) - set(types))
         if missing:
             raise StorageError(f"the team database's {table} has no column(s) {', '.join(missing)}: nothing was written")
-        values = {name: self._value(types[name], _decode(value, 0, name)) for name, value in row.items()}
+        values = {name: self._value(types[name], decode_value(value, None, name)) for name, value in row.items()}
         if "author" in types:
             values["author"] = self.author
         if table == "records":
@@ -277,7 +277,7 @@ def _sqlite_value(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (bytes, memoryview)):
-        return _encode(value)
+        return encode_value(value)
     return value
 
 
