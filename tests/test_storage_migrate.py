@@ -194,6 +194,8 @@ def test_an_owner_who_is_not_a_superuser_migrates(source, postgres_cluster):
         done = migrate("--to", owner, "--from", str(data_dir / "memory.sqlite3"), "--author", "fran")
         assert done.returncode == 0, done.stderr
         records = sum(1 for line in rows_of(export) if line["table"] == "records")
+        head = max(line["row"]["seq"] for line in rows_of(export) if line["table"] == "records")
+        assert json.loads(done.stdout)["head_seq"] == head
         with psycopg.connect(postgres_cluster.url(database, user="fran")) as conn:
             assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == records
         with psycopg.connect(owner) as conn:

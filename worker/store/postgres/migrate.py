@@ -155,8 +155,8 @@ def load_into_postgres(conn: psycopg.Connection, chunks: Iterable[bytes], author
         if end is None:
             raise StorageError("the export ends without its end line: it is truncated; nothing was written")
         loader.finish()
+        head = conn.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()[0]  # while the owner still sees
         _restore_row_security(conn, tables)
-        head = conn.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()[0]
     return {
         "copied": loader.copied,
         "left_local": sorted(set(header.tables) & LOCAL_TABLES),
