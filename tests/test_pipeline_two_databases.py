@@ -141,3 +141,26 @@ def test_a_crash_after_a_prompt_was_written_is_replayed_once(tmp_path, storage_u
         assert after["prompt_count"] == 1
     finally:
         services.close()
+
+
+def test_a_data_dir_started_afresh_does_not_pass_for_the_old_one(tmp_path, storage_url):
+    """A new data dir numbers its inbox from 1 again; on the team database its first event (same
+    Claude session, resumed) must not be taken for the old inbox's event 1."""
+    if not storage_url:
+        pytest.skip("on SQLite a data dir is its own memory: a new one starts empty")
+    prompts = [e for e in _events() if e["hook_event_name"] == "UserPromptSubmit"]
+    for n, data_dir in enumerate((tmp_path / "first", tmp_path / "afresh")):
+        services = _services(data_dir)
+        try:
+            assert services.inbox.accept(prompts[n])[0] == 1
+            pipeline = Pipeline(services)
+            while pipeline.drain_once():
+                pass
+            assert services.inbox.counts().get("done") == 1
+        finally:
+            services.close()
+    services = _services(tmp_path / "first")
+    try:
+        assert _memory(services)["versions"] == {("prompt", "inbox:1"): 2}
+    finally:
+        services.close()

@@ -247,17 +247,19 @@ class Pipeline:
     def _written_before(conn, event: InboxEvent) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """(session, {"record": ...}) when a record of this event is already stored, else None.
 
-        The inbox id alone is this machine's; with the session (a Claude Code session runs on
-        one machine) it names the event in a database every developer shares. An event without a
-        session has no such name: it is written again rather than risk taking another machine's
-        event for it (a duplicate after a crash, never a loss).
+        The inbox id alone is this machine's inbox's; with the session (a Claude Code session runs
+        on one machine) and the time the event arrived (every record of it happened then; a data
+        dir started afresh numbers its inbox from 1 again) it names the event in a database every
+        developer shares. An event without a session has no such name: it is written again rather
+        than risk taking another event for it (a duplicate after a crash, never a loss).
         """
         if not event.session_id:
             return None
         session_id = event.session_id
         row = conn.execute(
-            "SELECT * FROM records WHERE session_id = ? AND source_id = ? ORDER BY seq DESC LIMIT 1",
-            (session_id, f"inbox:{event.id}"),
+            """SELECT * FROM records WHERE session_id = ? AND source_id = ? AND happened_at = ?
+               ORDER BY seq DESC LIMIT 1""",
+            (session_id, f"inbox:{event.id}", event.received_at),
         ).fetchone()
         if row is None:
             return None
