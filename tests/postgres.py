@@ -83,14 +83,24 @@ class Cluster:
         # A port picked free can be taken before the server binds it: try a few.
         for _ in range(5):
             self.port = free_port()
-            started = self._run(
-                "pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l", str(self.log),
-                "-o", f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off",
-                "start", check=False,
-            )  # fmt: skip
-            if started.returncode == 0:
+            if self._pg_ctl_start(check=False).returncode == 0:
                 return
         raise RuntimeError(f"PostgreSQL did not start: {self.log.read_text()[-2000:] if self.log.exists() else ''}")
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data and port: an outage for tests that need one."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again on the same port, after `pause`."""
+        self._pg_ctl_start(check=True)
+
+    def _pg_ctl_start(self, *, check: bool) -> subprocess.CompletedProcess:
+        return self._run(
+            "pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l", str(self.log),
+            "-o", f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start", check=check,
+        )  # fmt: skip
 
     def stop(self) -> None:
         if self.data.exists():

@@ -36,10 +36,16 @@ class Services:
         self.settings = settings
         self.token = token
         self.started_at = time.time()
-        self.db = Database(paths.database_path(self.data_dir))
+        # Two databases, which are one on a single machine:
+        # - capture_db, always the local SQLite file: what belongs to this machine (the inbox and
+        #   its quarantine, the LLM budget), so capture never waits on a network;
+        # - db, the memory: records, branches, snapshots, merges, sessions and the memory model's
+        #   tables. The same SQLite file, or the team's PostgreSQL database with `storage_url`.
+        self.capture_db = Database(paths.database_path(self.data_dir))
+        self.db = self.capture_db if not settings.storage_url else _team_database(settings.storage_url)
         self.disk = DiskGuard(self.data_dir, paths.log_path(self.data_dir).parent)
         # Spooled events are stored as hooks wrote them unless cleaned like posted ones.
-        self.inbox = Inbox(self.db, clean=lambda payload: sanitize_event(payload, settings))
+        self.inbox = Inbox(self.capture_db, clean=lambda payload: sanitize_event(payload, settings))
         # API work (searches, writes) on two threads; the pipeline on its own
         # thread at a lower OS priority, so that distilling and embedding never
         # slow down accepting hook events or answering searches.
@@ -84,7 +90,7 @@ class Services:
     def llm(self):
         from worker.llm.client import ClaudeClient
 
-        return ClaudeClient(self.settings, self.db)
+        return ClaudeClient(self.settings, self.capture_db)  # the daily budget is this machine's
 
     @cached_property
     def memory(self):
@@ -153,6 +159,24 @@ class Services:
             log.warning("cannot tell the Claude route: %s", exc)
             return {"available": False, "route": "local", "reason": f"cannot tell: {exc}"}
 
+    @property
+    def shared_store(self) -> bool:
+        """Whether the memory lives apart from capture (a team database)."""
+        return self.db is not self.capture_db
+
+    def store_unreachable(self) -> str | None:
+        """None when the memory can be read and written now, else why not (may ask the server)."""
+        if not self.shared_store:
+            return None
+        return self.db.unreachable_reason()
+
+    def store_description(self) -> dict[str, Any]:
+        """Where the memory lives and whether it answers, for status pages (may ask the server)."""
+        if not self.shared_store:
+            return {"backend": "sqlite", "reachable": True, "reason": None}
+        reason = self.store_unreachable()
+        return {"backend": "postgresql", "url": self.db.shown_url, "reachable": reason is None, "reason": reason}
+
     def session_branch(self, session_id: str | None) -> str | None:
         """The branch a known session writes to, or None."""
         if not session_id:
@@ -179,7 +203,16 @@ class Services:
         vectors = self.__dict__.get("vectors")
         if vectors is not None and hasattr(vectors, "close"):
             vectors.close()
-        self.db.close()
+        if self.shared_store:
+            self.db.close()
+        self.capture_db.close()
+
+
+def _team_database(url: str):
+    # Imported here: a single-machine worker never loads the PostgreSQL driver.
+    from worker.store.postgres.team import TeamDatabase
+
+    return TeamDatabase(url)
 
 
 def _lower_priority() -> None:

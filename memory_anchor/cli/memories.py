@@ -117,7 +117,7 @@ def reindex_vectors(args: argparse.Namespace) -> int:
         if not worker.is_alive():
             break
         try:
-            left = int(watcher.get("/api/v1/status")["pending_vectors"])
+            left = int(watcher.get("/api/v1/status")["pending_vectors"] or 0)
         except Exception:
             continue  # progress is a nicety; the rebuild's own answer decides
         total = max(total, left)

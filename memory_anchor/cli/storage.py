@@ -1,7 +1,7 @@
-"""`memory-anchor storage ...`: prepare a PostgreSQL database for team memory.
+"""`memory-anchor storage ...`: prepare a PostgreSQL database for team memory, and move memory into it.
 
-Run by the database owner, once (`init`) and then per developer (`add-member`).
-Both talk to PostgreSQL directly, not to a worker.
+Run by the database owner, once (`init`), then per developer (`add-member`), and to bring an
+existing memory along (`migrate`, either way). All talk to the databases directly, not to a worker.
 """
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ def register(sub) -> None:
     member.add_argument("role", help="the developer's PostgreSQL role (lower case)")
     member.add_argument("--url", default=None, help=f"{URL_HELP}; default $MEMORY_ANCHOR_STORAGE_URL")
     member.set_defaults(handler=add_member)
+
+    migrate = cmds.add_parser(
+        "migrate", help="copy a SQLite memory into an empty team database, or a team database into a SQLite file",
+        description="Seqs, versions, branches, snapshots and timestamps are kept, so every read (as_of included) "
+        "answers the same. The target must be empty. Run as the database owner.",
+    )  # fmt: skip
+    migrate.add_argument("--to", required=True, dest="target", help=f"{URL_HELP}, or a SQLite file for the way back")
+    migrate.add_argument(
+        "--from", dest="source", default=None,
+        help="a SQLite file (default: the data dir's memory), or for the way back the team database's owner URL",
+    )  # fmt: skip
+    migrate.add_argument("--author", default=None, help="into PostgreSQL: the member role whose memory it is")
+    migrate.set_defaults(handler=migrate_storage)
 
     storage.set_defaults(handler=lambda args: storage.print_help() or 0)
 
@@ -78,6 +91,44 @@ def add_member(args: argparse.Namespace) -> int:
     steps = [f"created LOGIN role {args.role}" if done["created"] else f"role {args.role} exists"]
     steps.append(f"granted {MEMBER_ROLE}" if done["granted"] else f"already a member of {MEMBER_ROLE}")
     emit(args, {"role": args.role, **done}, "; ".join(steps))
+    return 0
+
+
+def migrate_storage(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from memory_anchor import paths
+    from worker.store.postgres.connect import SCHEMES, StorageError
+    from worker.store.postgres.migrate import postgres_to_sqlite, sqlite_to_postgres
+    from worker.store.records import RecordError
+
+    def is_url(value: str | None) -> bool:
+        return bool(value) and value.split("://", 1)[0] in SCHEMES
+
+    try:
+        if is_url(args.target):
+            if is_url(args.source):
+                return _fail("--from is a SQLite file when --to is a team database")
+            if not args.author:
+                return _fail("give --author ROLE: the member whose memory this is (its rows are written in that name)")
+            source = Path(args.source) if args.source else paths.database_path(args.data_dir or paths.data_dir())
+            result = sqlite_to_postgres(source, args.target, args.author)
+            copied = sum(result["copied"].values())
+            text = f"copied {copied} rows ({result['copied'].get('records', 0)} record versions, head seq {result['head_seq']}) from {source}"
+            if result["left_local"]:
+                text += f"; kept on this machine: {', '.join(result['left_local'])}"
+        else:
+            source = args.source or os.environ.get("MEMORY_ANCHOR_STORAGE_URL", "")
+            if not is_url(source):
+                return _fail("the way back needs --from postgresql://OWNER@HOST:PORT/DATABASE (the team database)")
+            target = Path(args.target)
+            if target.is_dir():
+                target = paths.database_path(target)
+            result = postgres_to_sqlite(source, target)
+            text = f"copied {result['rows']} rows ({result['imported'].get('records', 0)} record versions, head seq {result['head_seq']}) into {target}"
+    except (StorageError, RecordError) as exc:
+        return _fail(exc)
+    emit(args, result, text)
     return 0
 
 

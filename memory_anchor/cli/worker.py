@@ -56,7 +56,8 @@ def status(args: argparse.Namespace) -> int:
     inbox = worker_client.get("/api/v1/inbox")
     text = (
         f"worker running at {info.url} (pid {info.pid}, version {info.version})\n"
-        f"data dir: {detail['data_dir']}\nrecords: {detail['records']}\ninbox: {detail['inbox']}\n"
+        f"data dir: {detail['data_dir']}\n{store_line(detail.get('store'))}\n"
+        f"records: {detail['records']}\ninbox: {detail['inbox']}\n"
         f"pending vectors: {detail['pending_vectors']}\nRSS: {detail['rss_mb']} MB (peak {detail['peak_rss_mb']} MB)\n"
         f"Claude: {detail['llm'].get('active') or detail['llm'].get('reason')}\n"
         + quarantine_text(inbox)
@@ -64,6 +65,15 @@ def status(args: argparse.Namespace) -> int:
     detail["quarantined"] = inbox["quarantined"]
     emit(args, {"running": True, "url": info.url, "pid": info.pid, **detail}, text)
     return 0
+
+
+def store_line(store: dict | None) -> str:
+    """Where the memory lives, and plainly when the team store cannot be reached."""
+    if not store or store.get("backend") == "sqlite":
+        return "store: SQLite in the data dir"
+    if not store.get("reachable"):
+        return f"team store unreachable: {store.get('reason')} (events wait in the inbox)"
+    return f"store: PostgreSQL at {store.get('url')}"
 
 
 def run_foreground(args: argparse.Namespace) -> int:

@@ -72,7 +72,7 @@ async def inbox_status(request: web.Request) -> web.Response:
     """How many captured events are pending, done or quarantined, and what is quarantined (with its error)."""
     services = request.app["services"]
     return web.json_response(
-        {"counts": services.inbox.counts(), "quarantined": Quarantine(services.db).items()}
+        {"counts": services.inbox.counts(), "quarantined": Quarantine(services.capture_db).items()}
     )
 
 
@@ -81,7 +81,7 @@ async def retry_quarantined(request: web.Request) -> web.Response:
     """Put a quarantined item back in line (after fixing what made it fail)."""
     services = request.app["services"]
     quarantine_id = int_path(request, "quarantine_id", "quarantine id")
-    item = await services.run(Quarantine(services.db).retry, quarantine_id)
+    item = await services.run(Quarantine(services.capture_db).retry, quarantine_id)
     pipeline = request.app.get("pipeline")
     if pipeline is not None:
         pipeline.wake()
@@ -93,5 +93,5 @@ async def drop_quarantined(request: web.Request) -> web.Response:
     """Discard a quarantined item for good."""
     services = request.app["services"]
     quarantine_id = int_path(request, "quarantine_id", "quarantine id")
-    return web.json_response(await services.run(Quarantine(services.db).drop, quarantine_id))
+    return web.json_response(await services.run(Quarantine(services.capture_db).drop, quarantine_id))
 

@@ -25,14 +25,17 @@ async def health(request: web.Request) -> web.Response:
 async def status(request: web.Request) -> web.Response:
     """What the worker holds and how far its pipeline has got."""
     services = request.app["services"]
-    conn = services.db.reader()
-    kinds = {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
-    pending_vectors = conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
+    store = await services.run(services.store_description)
+    kinds: dict[str, int] = {}
+    pending_vectors = None
+    if store["reachable"]:  # an unreachable team store is said as such; the rest of the page still answers
+        kinds, pending_vectors = await services.run(_store_counts, services.db)
     llm = await services.run(services.llm_status)
     return web.json_response(
         {
             "version": __version__,
             "data_dir": str(services.data_dir),
+            "store": store,
             "records": kinds,
             "inbox": services.inbox.counts(),
             "pending_vectors": pending_vectors,
@@ -51,6 +54,17 @@ async def openapi(request: web.Request) -> web.Response:
     from worker.api.openapi import build_openapi
 
     return web.json_response(build_openapi(request.app))
+
+
+def _store_counts(db) -> tuple[dict[str, int], int | None]:
+    """Record versions by kind, and versions waiting to be embedded (None where there is no queue)."""
+    from worker.store.dialect import table_exists
+
+    conn = db.reader()
+    kinds = {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
+    if not table_exists(conn, "pending_vectors"):
+        return kinds, None
+    return kinds, conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
 
 
 def _memory_bytes(field: str) -> int:

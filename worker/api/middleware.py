@@ -9,6 +9,7 @@ import logging
 from aiohttp import web
 from pydantic import ValidationError
 
+from worker.store.errors import StorageUnavailable
 from worker.store.records import RecordError
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,9 @@ async def error_middleware(request: web.Request, handler):
         return error_response(422, "invalid_request", _describe_validation(exc))
     except json.JSONDecodeError as exc:
         return error_response(400, "invalid_json", f"request body is not valid JSON: {exc.msg}")
+    except StorageUnavailable as exc:
+        # Hooks never come here (capture is local); a read or a write of the shared memory does.
+        return error_response(503, "storage_unavailable", f"the team store is unreachable: {exc}")
     except Exception as exc:
         if request.app["services"].disk.explains(exc):
             request.app["services"].disk.report(exc, f"{request.method} {request.path}")

@@ -10,6 +10,7 @@ from aiohttp import web
 from memory_anchor.schemas.portability import EXPORT_MEDIA_TYPE
 from worker.api.openapi import request_content
 from worker.store.portability import Exporter, Importer
+from worker.store.records import RecordError
 
 routes = web.RouteTableDef()
 
@@ -20,6 +21,7 @@ UPLOAD_CHUNK = 1 << 16
 async def export_memory(request: web.Request) -> web.StreamResponse:
     """Every record version (with its seq), branch, snapshot, session and other memory table, as JSON Lines."""
     services = request.app["services"]
+    _refuse_on_team_storage(services)
     chunks = Exporter(services.db.path).chunks()
     try:
         # The first chunk before the headers go out: a failure is still a JSON error.
@@ -50,6 +52,7 @@ async def export_memory(request: web.Request) -> web.StreamResponse:
 async def import_memory(request: web.Request) -> web.Response:
     """Load an export (JSON Lines body) into this worker; 409 unless its memory is empty. All or nothing."""
     services = request.app["services"]
+    _refuse_on_team_storage(services)
     # Spooled to a file rather than held in memory: an export can be larger
     # than the request size limit, and the import reads it line by line.
     handle = tempfile.NamedTemporaryFile(dir=services.data_dir, prefix=".import-", suffix=".jsonl", delete=False)
@@ -63,3 +66,14 @@ async def import_memory(request: web.Request) -> web.Response:
     if services.pipeline is not None:
         services.pipeline.wake()  # the pipeline drains the vector queue the import filled
     return web.json_response(result.model_dump())
+
+
+def _refuse_on_team_storage(services) -> None:
+    """Export and import work on the data dir's own file; a team database is copied by its owner."""
+    if services.shared_store:
+        raise RecordError(
+            "this worker's memory is the team database: the database owner copies it with "
+            "`memory-anchor storage migrate --to FILE --from URL` (and a SQLite memory into it with `--to URL`)",
+            code="team_storage",
+            status=409,
+        )

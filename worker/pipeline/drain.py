@@ -1,9 +1,16 @@
 """The pipeline: drains the inbox into records, then indexes them.
 
-Each hook event is handled by one function below (`on_<event>`). An event's
-records and the inbox row's `done` mark are written in one transaction, so a
-crash at any point leaves the event pending and it is processed again: once.
-Slow work (Claude calls, embedding) happens outside that transaction.
+Each hook event is handled by one function below (`on_<event>`). On one
+machine an event's records and the inbox row's `done` mark are written in one
+transaction. With a team database they are two databases: the records commit
+there first, the done mark in the local inbox after. A crash between the two
+leaves the event pending, and its replay finds the records already written
+(they carry `source_id` "inbox:<id>" and the event's session) and writes
+nothing twice: processed once either way.
+
+While the team database is unreachable, events wait in the inbox: that is not
+a failure of the event, so it is neither counted nor quarantined.
+Slow work (Claude calls, embedding) happens outside those transactions.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from memory_anchor.projects import is_excluded, project_for_cwd
 from worker.capture.inbox import InboxEvent
 from worker.index import heap
 from worker.pipeline.sessions import Sessions
+from worker.store.errors import StorageUnavailable
 from worker.store.records import Records
 
 log = logging.getLogger(__name__)
@@ -45,6 +53,8 @@ class Pipeline:
         self._wake = asyncio.Event()
         self._stopping = False
         self._last_capture = 0.0
+        self._vector_queue: bool | None = None
+        self._store_away = False
         # Extra work other modules hook in, run after an event's records are written.
         self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
 
@@ -105,6 +115,15 @@ class Pipeline:
                 self.inbox.ingest_spool(spool)
             except Exception:  # the spool file stays (or is recovered at the next start): never lost
                 log.exception("could not ingest the spool; the inbox goes on")
+        reason = self.services.store_unreachable()
+        if reason is not None:  # the events wait in the inbox; the next pass asks again
+            if not self._store_away:
+                log.warning("pipeline paused: the team store is unreachable (%s); captured events wait in the inbox", reason)
+            self._store_away = True
+            return 0
+        if self._store_away:
+            log.warning("pipeline resumed: the team store answers again")
+            self._store_away = False
         events = self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH)
         if events:
             self.process(events)
@@ -113,12 +132,23 @@ class Pipeline:
     def _index_pending(self) -> int:
         """Embed what is queued, batch by batch, until done or hook events arrive again."""
         indexed = 0
+        if not self._store_has_vector_queue():
+            return 0
         while self._quiet_for() >= CAPTURE_QUIET:
             done = self.services.indexer.drain_once()
             if not done:
                 break
             indexed += done
         return indexed
+
+    def _store_has_vector_queue(self) -> bool:
+        """Whether the memory's database queues versions for embedding (the team schema has no
+        `pending_vectors` until search runs on PostgreSQL): asked once."""
+        if self._vector_queue is None:
+            from worker.store.dialect import table_exists
+
+            self._vector_queue = table_exists(self.services.db.reader(), "pending_vectors")
+        return self._vector_queue
 
     def process(self, events: list[InboxEvent]) -> None:
         """Handle each event on its own: one that raises is retried later (then quarantined), never the batch."""
@@ -132,6 +162,10 @@ class Pipeline:
                 if event.event in ("Stop", "SessionEnd"):
                     draft = self.sessions.prepare_summary(event)
                 self._handle(event, draft)
+            except StorageUnavailable as exc:
+                # Not the event's fault: it and the rest of the batch stay pending, uncounted.
+                log.warning("the team database went away (%s); the events wait in the inbox", exc)
+                return
             except Exception as exc:
                 self._failed(event, exc)
 
@@ -183,18 +217,55 @@ class Pipeline:
         return not (settings.excluded_tools and is_excluded(tool, settings.excluded_tools))
 
     def _handle(self, event: InboxEvent, draft: Any) -> None:
-        handler = HANDLERS.get(event.event)
         with self.services.db.transaction() as conn:
-            session = self.sessions.touch(conn, event)
-            written: dict[str, Any] = {}
-            if handler is not None and not session.get("excluded"):
-                written = handler(self, conn, event, session, draft) or {}
-            self.inbox.mark_done(conn, event.id)
+            session, written = self._write(conn, event, draft)
+            if not self.services.shared_store:  # one database: the records and the done mark commit together
+                self.inbox.mark_done(conn, event.id)
+        if self.services.shared_store:  # two: see the module docstring for a crash in between
+            with self.services.capture_db.transaction() as local:
+                self.inbox.mark_done(local, event.id)
         for hook in self.after_event:
             try:
                 hook(event.event, event, {"session": session, **written})
             except Exception:
                 log.exception("after-event hook %s failed", getattr(hook, "__name__", hook))
+
+    def _write(self, conn, event: InboxEvent, draft: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The event's session and records, written in `conn`'s transaction unless a run before
+        already wrote them (then found, not written again)."""
+        earlier = self._written_before(conn, event)
+        if earlier is not None:
+            return earlier
+        session = self.sessions.touch(conn, event)
+        handler = HANDLERS.get(event.event)
+        written: dict[str, Any] = {}
+        if handler is not None and not session.get("excluded"):
+            written = handler(self, conn, event, session, draft) or {}
+        return session, written
+
+    @staticmethod
+    def _written_before(conn, event: InboxEvent) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """(session, {"record": ...}) when a record of this event is already stored, else None.
+
+        The inbox id alone is this machine's inbox's; with the session (a Claude Code session runs
+        on one machine) and the time the event arrived (every record of it happened then; a data
+        dir started afresh numbers its inbox from 1 again) it names the event in a database every
+        developer shares. An event without a session has no such name: it is written again rather
+        than risk taking another event for it (a duplicate after a crash, never a loss).
+        """
+        if not event.session_id:
+            return None
+        session_id = event.session_id
+        row = conn.execute(
+            """SELECT * FROM records WHERE session_id = ? AND source_id = ? AND happened_at = ?
+               ORDER BY seq DESC LIMIT 1""",
+            (session_id, f"inbox:{event.id}", event.received_at),
+        ).fetchone()
+        if row is None:
+            return None
+        session = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        log.info("event %s (%s) was written before its done mark; not writing it again", event.id, event.event)
+        return (dict(session) if session else {}), {"record": dict(row)}
 
     # --- one function per hook event -----------------------------------------
 

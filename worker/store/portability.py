@@ -76,13 +76,15 @@ def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
     return "WITHOUT ROWID" not in sql.upper()
 
 
-def _encode(value: Any) -> Any:
+def encode_value(value: Any) -> Any:
+    """A column value as an export line holds it (bytes as {"$bytes": base64})."""
     if isinstance(value, (bytes, memoryview)):
         return {BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
     return value
 
 
-def _decode(value: Any, line: int, column: str) -> Any:
+def decode_value(value: Any, line: int | None, column: str) -> Any:
+    """A column value from an export line; ExportFileError names the line and column when it is malformed."""
     if isinstance(value, dict):
         if set(value) != {BYTES_KEY} or not isinstance(value[BYTES_KEY], str):
             raise ExportFileError(f"column {column!r}: an object value must be {{\"$bytes\": base64}}", line=line)
@@ -129,7 +131,7 @@ class Exporter:
                 order = " ORDER BY rowid" if _has_rowid(conn, table) else ""
                 quoted = ", ".join(f'"{c}"' for c in columns)
                 for values in conn.execute(f'SELECT {quoted} FROM "{table}"{order}'):
-                    row = {c: _encode(v) for c, v in zip(columns, values)}
+                    row = {c: encode_value(v) for c, v in zip(columns, values)}
                     line = json.dumps({"type": "row", "table": table, "row": row}, ensure_ascii=False)
                     buffer.append(line)
                     size += len(line)
@@ -295,7 +297,7 @@ class Importer:
     @staticmethod
     def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any], number: int) -> None:
         names = list(row)
-        values = [_decode(row[c], number, c) for c in names]
+        values = [decode_value(row[c], number, c) for c in names]
         quoted = ", ".join(f'"{c}"' for c in names)
         try:
             conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" * len(names))})', values)

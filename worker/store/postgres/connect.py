@@ -12,12 +12,27 @@ from urllib.parse import urlsplit
 import psycopg
 from psycopg import errors
 
+from worker.store.errors import StorageError, StorageUnavailable
+
+__all__ = ["StorageError", "StorageUnavailable", "check_url", "connect", "explain", "unreachable", "without_password"]
+
 SCHEMES = ("postgresql", "postgres")
 CONNECT_TIMEOUT_SECONDS = 10
 
+# SQLSTATE classes that mean the connection, not the statement, failed: 08 connection exception,
+# 57P0x the server shutting down, crashed or not yet accepting connections.
+_UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03")
 
-class StorageError(Exception):
-    """Team storage that cannot be used; the message says why and what to check."""
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether a driver error means the server is out of reach (rather than the SQL being wrong)."""
+    if isinstance(exc, StorageUnavailable):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        state = exc.sqlstate
+        # No SQLSTATE: the client side lost or never had the connection.
+        return state is None or state.startswith(_UNREACHABLE_STATES)
+    return isinstance(exc, psycopg.InterfaceError)  # a connection already closed
 
 
 def check_url(url: str) -> str:
@@ -70,3 +85,6 @@ def _shown(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return parts._replace(netloc=netloc).geturl()
+
+
+without_password = _shown  # for other modules: a URL as logs and status pages may show it

@@ -26,7 +26,14 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from worker.store.dialect import POSTGRES
-from worker.store.postgres.connect import CONNECT_TIMEOUT_SECONDS, StorageError, check_url, connect
+from worker.store.postgres.connect import (
+    CONNECT_TIMEOUT_SECONDS,
+    StorageError,
+    StorageUnavailable,
+    check_url,
+    connect,
+    unreachable,
+)
 from worker.store.postgres.placeholders import to_psycopg
 from worker.store.postgres.schema import MIGRATIONS, WRITE_ORDER_LOCK, applied_migrations
 
@@ -72,8 +79,12 @@ class Connection:
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor:
         cursor = self.raw.cursor()
-        # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
-        return cursor.execute(to_psycopg(sql), tuple(params or ()))
+        try:
+            # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
+            return cursor.execute(to_psycopg(sql), tuple(params or ()))
+        except psycopg.Error as exc:
+            _raise_if_unreachable(exc)
+            raise
 
     @property
     def in_transaction(self) -> bool:
@@ -93,6 +104,8 @@ class PostgresDatabase:
             min_size=1,
             max_size=max_size,
             kwargs={"autocommit": True, "row_factory": _row_factory, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            # A caller waits this long for a connection when the server went away, not the pool's 30 s.
+            timeout=CONNECT_TIMEOUT_SECONDS,
             open=False,
         )
         try:
@@ -122,19 +135,23 @@ class PostgresDatabase:
         if current is not None:
             yield current
             return
-        with self.pool.connection() as raw:
-            conn = Connection(raw)
-            with raw.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_ORDER_LOCK,))
-                conn.transaction_started_at = float(
-                    conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0]
-                )
-                self._local.writer = conn
-                try:
-                    yield conn
-                finally:
-                    self._local.writer = None
-                    conn.transaction_started_at = None
+        try:
+            with self.pool.connection() as raw:
+                conn = Connection(raw)
+                with raw.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_ORDER_LOCK,))
+                    conn.transaction_started_at = float(
+                        conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0]
+                    )
+                    self._local.writer = conn
+                    try:
+                        yield conn
+                    finally:
+                        self._local.writer = None
+                        conn.transaction_started_at = None
+        except psycopg.Error as exc:  # the pool without a connection, or the COMMIT cut off
+            _raise_if_unreachable(exc)
+            raise
 
     def reader(self) -> Connection:
         """A read connection for the calling thread (the writer's, inside a write)."""
@@ -142,13 +159,31 @@ class PostgresDatabase:
         if writer is not None:
             return writer
         conn = getattr(self._local, "reader", None)
+        if conn is not None and (conn.raw.broken or conn.raw.closed):
+            # The server restarted or the network dropped since: hand it back (the pool discards it).
+            self._forget_reader(conn)
+            conn = None
         if conn is None:
-            raw = self.pool.getconn()
+            try:
+                raw = self.pool.getconn()
+            except psycopg.Error as exc:
+                _raise_if_unreachable(exc)
+                raise
             conn = Connection(raw)
             self._local.reader = conn
             with self._readers_lock:
                 self._readers.append(raw)
         return conn
+
+    def _forget_reader(self, conn: Connection) -> None:
+        self._local.reader = None
+        with self._readers_lock:
+            if conn.raw in self._readers:
+                self._readers.remove(conn.raw)
+        try:
+            self.pool.putconn(conn.raw)
+        except psycopg.Error:
+            pass
 
     def close(self) -> None:
         with self._readers_lock:
@@ -156,3 +191,10 @@ class PostgresDatabase:
                 self.pool.putconn(raw)
             self._readers.clear()
         self.pool.close()
+
+
+def _raise_if_unreachable(exc: psycopg.Error) -> None:
+    """A driver error that means the server is out of reach goes on as StorageUnavailable."""
+    if unreachable(exc):
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StorageUnavailable(f"PostgreSQL is unreachable: {reason}") from exc
