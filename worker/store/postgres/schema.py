@@ -398,6 +398,87 @@ MIGRATIONS: list[Migration] = [
         END $$;
         """,
     ),
+    (
+        "0005_keyword_terms",
+        f"""
+        -- A record's keyword terms as SQLite's index holds them (worker/store/terms.py:
+        -- FTS5's porter unicode61 tokenizer after the CJK bigrams), written by the
+        -- worker with the record, ranked by BM25 in SQL (worker/index/keywords.py).
+        -- Positions carry term frequency; the label says the column (D text, C title).
+        -- `author` and `private` copy the record's, so the statistics below can be
+        -- counted per reader without reading `records`.
+        CREATE TABLE record_terms (
+            seq     BIGINT PRIMARY KEY REFERENCES records(seq) ON DELETE CASCADE,
+            terms   tsvector NOT NULL,
+            length  INTEGER NOT NULL,
+            private BOOLEAN NOT NULL,
+            author  TEXT NOT NULL DEFAULT current_user
+        );
+        CREATE INDEX record_terms_search ON record_terms USING gin(terms);
+
+        -- BM25's document frequencies and lengths, kept per (author, private) so a
+        -- member's figures count only the rows they may read (the policy below): a
+        -- private row's words must not show, not even as a count.
+        CREATE TABLE term_stats (
+            term    TEXT NOT NULL,
+            author  TEXT NOT NULL,
+            private BOOLEAN NOT NULL,
+            docs    BIGINT NOT NULL,
+            PRIMARY KEY (term, author, private)
+        );
+        CREATE TABLE term_totals (
+            author  TEXT NOT NULL,
+            private BOOLEAN NOT NULL,
+            docs    BIGINT NOT NULL,
+            tokens  BIGINT NOT NULL,
+            PRIMARY KEY (author, private)
+        );
+
+        -- Kept by triggers running as the schema's owner (members only read them).
+        -- They take the write-order lock, as every record insert does, so the
+        -- counters are updated one transaction at a time (no deadlock with a
+        -- branch's cascade deleting rows meanwhile).
+        CREATE FUNCTION record_terms_counted() RETURNS trigger LANGUAGE plpgsql
+            SECURITY DEFINER SET search_path = public, pg_temp AS $$
+        DECLARE
+            row record;
+            delta integer;
+        BEGIN
+            PERFORM pg_advisory_xact_lock({WRITE_ORDER_LOCK});
+            IF TG_OP = 'INSERT' THEN row := NEW; delta := 1; ELSE row := OLD; delta := -1; END IF;
+            INSERT INTO term_stats AS s (term, author, private, docs)
+                SELECT lexeme, row.author, row.private, delta FROM unnest(row.terms) ORDER BY lexeme
+                ON CONFLICT (term, author, private) DO UPDATE SET docs = s.docs + delta;
+            INSERT INTO term_totals AS t (author, private, docs, tokens)
+                VALUES (row.author, row.private, delta, delta * row.length)
+                ON CONFLICT (author, private) DO UPDATE
+                    SET docs = t.docs + delta, tokens = t.tokens + delta * row.length;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER record_terms_counted AFTER INSERT OR DELETE ON record_terms
+            FOR EACH ROW EXECUTE FUNCTION record_terms_counted();
+
+        GRANT SELECT, INSERT ON record_terms TO {MEMBER_ROLE};
+        CREATE POLICY record_terms_read ON record_terms FOR SELECT TO {MEMBER_ROLE}
+            USING (EXISTS (SELECT 1 FROM records r WHERE r.seq = record_terms.seq));
+        -- Written by the record's author, with the record's own privacy.
+        CREATE POLICY record_terms_write ON record_terms FOR INSERT TO {MEMBER_ROLE}
+            WITH CHECK (author = current_user AND EXISTS (
+                SELECT 1 FROM records r WHERE r.seq = record_terms.seq
+                    AND r.author = current_user AND r.private = record_terms.private));
+        ALTER TABLE record_terms ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE record_terms FORCE ROW LEVEL SECURITY;
+
+        -- Not FORCEd: the owner's triggers above write them.
+        GRANT SELECT ON term_stats, term_totals TO {MEMBER_ROLE};
+        CREATE POLICY term_stats_read ON term_stats FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY term_totals_read ON term_totals FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        ALTER TABLE term_stats ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE term_totals ENABLE ROW LEVEL SECURITY;
+        """,
+    ),
 ]
 
 # Two `storage init` runs at once must not both apply a migration.
