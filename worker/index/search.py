@@ -61,6 +61,7 @@ from typing import Any, Iterable
 
 
 from worker.index.embeddings import Embedder
+from worker.index.follower import LogFollower
 from worker.index.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
 from worker.index.timewords import time_window
 from worker.index.vectors import VectorFilter, Vectors
@@ -133,8 +134,18 @@ class SearchError(RecordError):
 
 
 class SearchService:
-    def __init__(self, db: Database, vectors: Vectors | None, embedder: Embedder | None, *, tuning: Tuning | None = None):
+    def __init__(
+        self,
+        db: Database,
+        vectors: Vectors | None,
+        embedder: Embedder | None,
+        *,
+        tuning: Tuning | None = None,
+        follower: LogFollower | None = None,
+    ):
         self.db = db
+        # Team storage: other workers' records reach this worker's vector index by the follower.
+        self.follower = follower
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning or Tuning()
@@ -176,6 +187,8 @@ class SearchService:
             date_window = (window.start, window.end) if window else None
             candidates: dict[int, _Candidate] = {}
             dense = mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None
+            if dense and self.follower is not None:
+                self.follower.catch_up(embed=False, wait=False)
             # The query embedding (onnxruntime) and FTS5 (SQLite) both release the GIL: overlap them.
             pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, self.dense_query(conn, query)) if dense else None
             keyword_hits = self._keyword(conn, query, view, scope, wanted, alone=not dense) if mode in ("hybrid", "keyword") else []
