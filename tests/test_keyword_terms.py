@@ -60,3 +60,72 @@ def test_tsvector_literal_labels_columns_and_counts_every_token():
     literal, length = tsvector_literal([(["run", "it", "run"], "D"), (["o'neil"], "C")])
     assert literal == "'run':1,3 'it':2 'o''neil':4C"
     assert length == 4
+
+
+CORPUS = [
+    "The deploy failed because the database migration timed out.",
+    "Deploy notes: run the migration before the deploy, never after.",
+    "Lunch near the office: ramen, tacos and a salad bar.",
+    "明日の会議でデプロイの手順を決めます",
+    "The migration guide lives in docs/migrations.md and covers rollbacks.",
+    "Rollbacks of a failed deploy take ten minutes.",
+]
+
+
+def test_bm25_in_postgresql_scores_like_fts5(tmp_path, postgres_cluster):
+    """Same terms, same formula, same constants: the same ranking and the same scores."""
+    from tests.postgres import init_team_database, member_url
+    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from worker.store.db import Database
+    from worker.store.postgres.database import PostgresDatabase
+
+    name = init_team_database(postgres_cluster)
+    backends = [Database(tmp_path / "m.sqlite3"), PostgresDatabase(member_url(postgres_cluster, name, "dev"))]
+    try:
+        results = []
+        for db in backends:
+            with db.transaction() as conn:
+                for n, text in enumerate(CORPUS):
+                    Records.put(conn, "fact", text, user_id="team", title="Deploy" if n == 4 else None)
+            conn = db.reader()
+            query = KeywordQuery(["deploy", "migration", "rollbacks", "会議"])
+            results.append(keyword_index(conn).search(conn, query, "r.op = 'put'", [], 10, ColumnWeights(1.0, 0.5)))
+        sqlite_hits, postgres_hits = results
+        assert len(sqlite_hits) == 6 - 1  # the lunch note matches nothing
+        assert [seq for seq, _ in postgres_hits] == [seq for seq, _ in sqlite_hits]
+        for (_, ours), (_, theirs) in zip(postgres_hits, sqlite_hits):
+            assert ours == pytest.approx(theirs, rel=1e-6)
+    finally:
+        for db in backends:
+            db.close()
+        postgres_cluster.drop_database(name)
+
+
+def test_term_statistics_count_only_what_the_reader_may_see(postgres_cluster):
+    """A private row's words show nowhere for another member, not even as a document count."""
+    from tests.postgres import init_team_database, member_url
+    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from worker.store.postgres.database import PostgresDatabase
+
+    name = init_team_database(postgres_cluster)
+    alice = PostgresDatabase(member_url(postgres_cluster, name, "alice"))
+    bob = PostgresDatabase(member_url(postgres_cluster, name, "bob"))
+    try:
+        with alice.transaction() as conn:
+            Records.put(conn, "prompt", "book the zanzibar trip for my anniversary", user_id="alice")
+            Records.put(conn, "fact", "The team offsite is in Lisbon.", user_id="alice")
+        index = keyword_index(alice.reader())
+        assert index.doc_freq(alice.reader(), "zanzibar") == 1 and index.doc_count(alice.reader()) == 2
+        assert index.doc_freq(bob.reader(), "zanzibar") == 0 and index.doc_count(bob.reader()) == 1
+        assert bob.reader().execute("SELECT count(*) FROM record_terms").fetchone()[0] == 1
+        found = index.search(bob.reader(), KeywordQuery(["zanzibar", "lisbon"]), "r.op = 'put'", [], 10, ColumnWeights())
+        assert len(found) == 1
+        with bob.transaction() as conn:  # nor can bob write terms for alice's rows
+            seq = conn.execute("SELECT max(seq) FROM records").fetchone()[0]
+        with pytest.raises(Exception, match="row-level security"):
+            with bob.transaction() as conn:
+                conn.execute("INSERT INTO record_terms(seq, terms, length, private) VALUES (?, 'x', 1, false)", (seq,))
+    finally:
+        alice.close()
+        bob.close()
+        postgres_cluster.drop_database(name)

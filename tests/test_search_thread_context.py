@@ -93,8 +93,10 @@ def test_existing_records_get_the_same_context_when_the_migration_runs(db):
     assert {seq: context_words(db, {"seq": seq}) for seq in expected} == expected
 
 
-def test_keyword_search_finds_the_answer_next_to_the_question_words(db):
-    """The answer turn shares no word with the question; its neighbour does."""
+def test_keyword_search_finds_the_answer_next_to_the_question_words(store_db):
+    """The answer turn shares no word with the question but its speaker; its neighbour shares
+    the rest. (On PostgreSQL by the speaker's name alone: no thread context there.)"""
+    db = store_db
     put(db, "Alice: What did you bake for the school fundraiser?")
     answer = put(db, "Bob: Lemon bars, they sold out in an hour.")
     for n in range(6):
