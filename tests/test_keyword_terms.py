@@ -129,3 +129,35 @@ def test_term_statistics_count_only_what_the_reader_may_see(postgres_cluster):
         alice.close()
         bob.close()
         postgres_cluster.drop_database(name)
+
+
+def test_postgresql_thread_context_is_the_two_records_before_and_never_a_private_one(postgres_cluster):
+    from tests.postgres import init_team_database, member_url
+    from worker.store.postgres.database import PostgresDatabase
+
+    name = init_team_database(postgres_cluster)
+    alice = PostgresDatabase(member_url(postgres_cluster, name, "alice"))
+    try:
+        with alice.transaction() as conn:
+            put = lambda text, kind="fact", **v: Records.put(conn, kind, text, session_id="s1", **v)["seq"]  # noqa: E731
+            put("apples")
+            put("secret bananas", metadata={"private": True})
+            put("cherries")
+            put("dates")
+            put("other kind", kind="decision")
+            last = put("elderberries")
+
+        def context(seq):
+            rows = alice.reader().execute(
+                "SELECT lexeme FROM record_terms, unnest(terms) AS u(lexeme, positions, weights)"
+                " WHERE seq = ? AND 'B' = ANY(weights) ORDER BY lexeme",
+                (seq,),
+            ).fetchall()
+            return [r["lexeme"] for r in rows]
+
+        # The two before it in its thread and kind; the private one is skipped for a shared record.
+        assert context(last) == ["cherri", "date"]
+        assert context(last - 3) == ["appl"]  # "cherries": "secret bananas" is private
+    finally:
+        alice.close()
+        postgres_cluster.drop_database(name)

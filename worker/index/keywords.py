@@ -10,11 +10,12 @@ column, migration 0003). PostgreSQL: the same BM25 formula computed in SQL
 over `record_terms`, the terms FTS5 would have indexed (worker/store/terms.py),
 with document frequencies and lengths from `term_stats` / `term_totals`
 (postgres/schema.py 0005), which count only rows the reader may see.
-PostgreSQL's own rankers (ts_rank, ts_rank_cd) lost 3 to 9 points of LoCoMo
+PostgreSQL's own rankers (ts_rank, ts_rank_cd) lost 3 to 9 points of
 recall@10 against FTS5; BM25 over the same terms matched it.
 
-Thread context is SQLite's only: on PostgreSQL the neighbours' words are not
-indexed, and a query's words are matched in the record's own text and title.
+Thread context: SQLite's `context` column holds the words of the two records
+before and the two after a record in its thread; PostgreSQL's (label B in
+`record_terms`) only those before (the rows are append-only there).
 
 The `where` given to `search` is a condition over `records r` (view, scope).
 """
@@ -140,23 +141,32 @@ class SqliteKeywords:
             return False
 
 
-def _tsquery(terms: list[str]) -> str:
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+def _tsquery(terms: list[str], own_only: set[str] = frozenset()) -> str:
+    """Terms OR-ed; those in `own_only` match the record's own text and title only (labels D, C)."""
+    return " | ".join(
+        "'" + t.replace("\\", "\\\\").replace("'", "''") + "'" + (":CD" if t in own_only else "") for t in terms
+    )
 
 
 class PostgresKeywords:
     def search(self, conn, query: KeywordQuery, where: str, params: list, k: int, weights: ColumnWeights) -> list[tuple[int, float]]:
-        terms = list(dict.fromkeys(stem(w) for w in query.words + query.own_only))
+        words = [stem(w) for w in query.words]
+        terms = list(dict.fromkeys(words + [stem(w) for w in query.own_only]))
         if not terms:
             return []
+        with_context = weights.context is not None
+        own_only = set(terms) - (set(words) if with_context else set())
         count, tokens = self._totals(conn)
         if not count:
             return []
         freqs = self._doc_freqs(conn, terms)
         idf = [_idf(count, freqs.get(t, 0)) for t in terms]
-        # Per matching row: each query term's frequency (its positions, a title hit
-        # counting `title` weight), then FTS5's BM25 sum. The GIN index on `terms`
-        # finds the rows; the term arrays ride along as parameters.
+        # Per matching row: each query term's frequency (its positions, weighted by the
+        # column their label names), then FTS5's BM25 sum. The document's length is its
+        # own words': FTS5 counts the context too, but there every record has context on
+        # both sides; here only the records before lend theirs, so a thread's first record
+        # has none, and counting it would rank records by their place in the thread.
+        # The GIN index on `terms` finds the rows.
         sql = f"""
             WITH q(term, idf) AS (SELECT * FROM unnest(?::text[], ?::float8[]))
             SELECT t.seq AS seq,
@@ -166,7 +176,8 @@ class PostgresKeywords:
             CROSS JOIN LATERAL unnest(t.terms) AS u(lexeme, positions, weights)
             JOIN q ON q.term = u.lexeme
             CROSS JOIN LATERAL (
-                SELECT sum(CASE w WHEN 'C' THEN ?::float8 ELSE ?::float8 END) AS f FROM unnest(u.weights) AS w
+                SELECT sum(CASE w WHEN 'C' THEN ?::float8 WHEN 'B' THEN ?::float8 ELSE ?::float8 END) AS f
+                FROM unnest(u.weights) AS w
             ) tf
             WHERE t.terms @@ ?::tsquery AND {where}
             GROUP BY t.seq
@@ -174,13 +185,15 @@ class PostgresKeywords:
             LIMIT ?
         """
         average = max(tokens / count, 1e-9)
+        rank_params = [weights.title, weights.context or 0.0, weights.text]
         rows = conn.execute(
-            sql, [terms, idf, average, weights.title, weights.text, _tsquery(terms), *params, k]
+            sql, [terms, idf, average, *rank_params, _tsquery(terms, own_only), *params, k]
         ).fetchall()
-        return [(int(r["seq"]), float(r["score"])) for r in rows]
+        return [(int(r["seq"]), float(r["score"])) for r in rows if float(r["score"]) > 0]
 
     @staticmethod
     def _totals(conn) -> tuple[int, int]:
+        """(documents, their own tokens) the reader may see."""
         row = conn.execute("SELECT coalesce(sum(docs), 0) AS docs, coalesce(sum(tokens), 0) AS tokens FROM term_totals").fetchone()
         return int(row["docs"]), int(row["tokens"])
 

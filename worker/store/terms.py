@@ -79,16 +79,42 @@ def tsvector_literal(columns: list[tuple[list[str], str]]) -> tuple[str, int]:
     return " ".join(parts), sum(len(terms) for terms, _ in columns)
 
 
+# SQLite's thread context (migration 0003): a neighbour lends the head of its text.
+CONTEXT_CHARS = 200
+
+# The two records before `row` in its thread (its session, else its user): same kind and
+# branch, first versions, with text. Only neighbours everyone who reads `row` may read:
+# a private neighbour's words must not make a shared record match.
+_PREVIOUS_IN_THREAD = """
+    SELECT substr(text, 1, ?) AS head FROM records
+    WHERE {thread} = ? AND seq < ? AND kind = ? AND branch = ? AND version = 1 AND op = 'put'
+      AND text <> '' AND id <> ? AND (NOT private OR (? AND author = ?))
+    ORDER BY seq DESC LIMIT 2
+"""
+
+
 def index_record(conn, row) -> None:
     """Index a just-inserted record's terms on PostgreSQL, in the insert's transaction.
 
-    SQLite indexes in its own triggers (records_fts, migration 0005_cjk_keywords),
-    with the same condition: puts with text.
+    SQLite indexes in its own triggers (records_fts, records_thread_fts), with
+    the same condition: puts with text. PostgreSQL's thread context holds the
+    two records before this one; the two after it would mean changing this
+    row later, and records (and their terms) are append-only there.
     """
     if dialect_of(conn) != POSTGRES or row["op"] != "put" or not row["text"]:
         return
-    vector, length = tsvector_literal([(tokens(row["text"]), "D"), (tokens(row["title"] or ""), "C")])
+    thread, key = ("session_id", row["session_id"]) if row["session_id"] is not None else ("user_id", row["user_id"])
+    context: list[str] = []
+    if key is not None:
+        neighbours = conn.execute(
+            _PREVIOUS_IN_THREAD.format(thread=thread),
+            (CONTEXT_CHARS, key, row["seq"], row["kind"], row["branch"], row["id"], row["private"], row["author"]),
+        ).fetchall()
+        for neighbour in reversed(neighbours):
+            context.extend(tokens(neighbour["head"]))
+    own = [(tokens(row["text"]), "D"), (tokens(row["title"] or ""), "C")]
+    vector, length = tsvector_literal([*own, (context, "B")])
     conn.execute(
         "INSERT INTO record_terms(seq, terms, length, private) VALUES (?, ?::tsvector, ?, ?)",
-        (row["seq"], vector, length, row["private"]),
+        (row["seq"], vector, length - len(context), row["private"]),
     )

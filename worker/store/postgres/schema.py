@@ -404,15 +404,17 @@ MIGRATIONS: list[Migration] = [
         -- A record's keyword terms as SQLite's index holds them (worker/store/terms.py:
         -- FTS5's porter unicode61 tokenizer after the CJK bigrams), written by the
         -- worker with the record, ranked by BM25 in SQL (worker/index/keywords.py).
-        -- Positions carry term frequency; the label says the column (D text, C title).
+        -- Positions carry term frequency; the label says the column: D text, C title,
+        -- B thread context (the words of the two records before it in its thread,
+        -- SQLite's records_thread_fts `context`, which there also holds the two after).
         -- `author` and `private` copy the record's, so the statistics below can be
         -- counted per reader without reading `records`.
         CREATE TABLE record_terms (
-            seq     BIGINT PRIMARY KEY REFERENCES records(seq) ON DELETE CASCADE,
-            terms   tsvector NOT NULL,
-            length  INTEGER NOT NULL,
-            private BOOLEAN NOT NULL,
-            author  TEXT NOT NULL DEFAULT current_user
+            seq            BIGINT PRIMARY KEY REFERENCES records(seq) ON DELETE CASCADE,
+            terms          tsvector NOT NULL,
+            length         INTEGER NOT NULL,  -- the record's own tokens (text and title)
+            private        BOOLEAN NOT NULL,
+            author         TEXT NOT NULL DEFAULT current_user
         );
         CREATE INDEX record_terms_search ON record_terms USING gin(terms);
 
@@ -426,6 +428,7 @@ MIGRATIONS: list[Migration] = [
             docs    BIGINT NOT NULL,
             PRIMARY KEY (term, author, private)
         );
+        -- Both count a record's own words (text and title), as records_fts does.
         CREATE TABLE term_totals (
             author  TEXT NOT NULL,
             private BOOLEAN NOT NULL,
@@ -447,7 +450,8 @@ MIGRATIONS: list[Migration] = [
             PERFORM pg_advisory_xact_lock({WRITE_ORDER_LOCK});
             IF TG_OP = 'INSERT' THEN row := NEW; delta := 1; ELSE row := OLD; delta := -1; END IF;
             INSERT INTO term_stats AS s (term, author, private, docs)
-                SELECT lexeme, row.author, row.private, delta FROM unnest(row.terms) ORDER BY lexeme
+                SELECT lexeme, row.author, row.private, delta FROM unnest(row.terms)
+                WHERE weights && ARRAY['C', 'D']::text[] ORDER BY lexeme
                 ON CONFLICT (term, author, private) DO UPDATE SET docs = s.docs + delta;
             INSERT INTO term_totals AS t (author, private, docs, tokens)
                 VALUES (row.author, row.private, delta, delta * row.length)
