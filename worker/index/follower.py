@@ -73,6 +73,10 @@ class LogFollower:
         """Make this worker's new records searchable now; returns how many were embedded."""
         return self.catch_up()
 
+    def drain_once(self) -> int:
+        """One batch at most (the pipeline calls it between hook events); 0 when nothing is due."""
+        return self.catch_up(max_batches=1)
+
     def drain(self) -> int:
         return self.catch_up()
 
@@ -83,7 +87,7 @@ class LogFollower:
 
     # --- following ----------------------------------------------------------------
 
-    def catch_up(self, *, embed: bool = True, wait: bool = True) -> int:
+    def catch_up(self, *, embed: bool = True, wait: bool = True, max_batches: int | None = None) -> int:
         """Read the log past `last_seen`: load the vectors stored for it, embed (when `embed`)
         what is this worker's to embed, forget deleted branches. Returns how many it embedded.
 
@@ -93,11 +97,11 @@ class LogFollower:
         if not self._lock.acquire(blocking=wait):
             return 0
         try:
-            return self._catch_up(embed)
+            return self._catch_up(embed, max_batches)
         finally:
             self._lock.release()
 
-    def _catch_up(self, embed: bool) -> int:
+    def _catch_up(self, embed: bool, max_batches: int | None) -> int:
         self.vectors.load()
         conn = self.db.reader()
         self._forget_deleted_branches(conn)
@@ -120,6 +124,8 @@ class LogFollower:
             if embed and self.embedder is not None:
                 now = self.clock()
                 due = sorted(seq for seq, born in self._waiting.items() if now - born >= self.grace_seconds)
+                if max_batches is not None:
+                    due = due[: max_batches * self.batch_size]
                 for start in range(0, len(due), self.batch_size):
                     embedded += self._embed(conn, due[start : start + self.batch_size])
         return embedded
