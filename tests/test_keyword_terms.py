@@ -118,6 +118,10 @@ def test_term_statistics_count_only_what_the_reader_may_see(postgres_cluster):
         assert index.doc_freq(alice.reader(), "zanzibar") == 1 and index.doc_count(alice.reader()) == 2
         assert index.doc_freq(bob.reader(), "zanzibar") == 0 and index.doc_count(bob.reader()) == 1
         assert bob.reader().execute("SELECT count(*) FROM record_terms").fetchone()[0] == 1
+        # Search's way in to the GIN index keeps to the same rule.
+        matching = "SELECT count(*) FROM record_terms_matching('zanzibar | lisbon'::tsquery)"
+        assert bob.reader().execute(matching).fetchone()[0] == 1
+        assert alice.reader().execute(matching).fetchone()[0] == 2
         found = index.search(bob.reader(), KeywordQuery(["zanzibar", "lisbon"]), "r.op = 'put'", [], 10, ColumnWeights())
         assert len(found) == 1
         with bob.transaction() as conn:  # nor can bob write terms for alice's rows

@@ -166,12 +166,14 @@ class PostgresKeywords:
         # own words': FTS5 counts the context too, but there every record has context on
         # both sides; here only the records before lend theirs, so a thread's first record
         # has none, and counting it would rank records by their place in the thread.
-        # The GIN index on `terms` finds the rows.
+        # The GIN index on `terms` finds the rows (record_terms_matching, postgres/schema.py,
+        # which also keeps other members' private rows out; the join with `records` under
+        # the member's own policy keeps them out again).
         sql = f"""
             WITH q(term, idf) AS (SELECT * FROM unnest(?::text[], ?::float8[]))
             SELECT t.seq AS seq,
                    sum(q.idf * tf.f * {K1 + 1} / (tf.f + {K1} * (1 - {B} + {B} * t.length / ?))) AS score
-            FROM record_terms t
+            FROM record_terms_matching(?::tsquery) t
             JOIN records r ON r.seq = t.seq
             CROSS JOIN LATERAL unnest(t.terms) AS u(lexeme, positions, weights)
             JOIN q ON q.term = u.lexeme
@@ -179,7 +181,7 @@ class PostgresKeywords:
                 SELECT sum(CASE w WHEN 'C' THEN ?::float8 WHEN 'B' THEN ?::float8 ELSE ?::float8 END) AS f
                 FROM unnest(u.weights) AS w
             ) tf
-            WHERE t.terms @@ ?::tsquery AND {where}
+            WHERE {where}
             GROUP BY t.seq
             ORDER BY score DESC, t.seq DESC
             LIMIT ?
@@ -187,7 +189,7 @@ class PostgresKeywords:
         average = max(tokens / count, 1e-9)
         rank_params = [weights.title, weights.context or 0.0, weights.text]
         rows = conn.execute(
-            sql, [terms, idf, average, *rank_params, _tsquery(terms, own_only), *params, k]
+            sql, [terms, idf, average, _tsquery(terms, own_only), *rank_params, *params, k]
         ).fetchall()
         return [(int(r["seq"]), float(r["score"])) for r in rows if float(r["score"]) > 0]
 
@@ -214,8 +216,8 @@ class PostgresKeywords:
         """Whether some record's text starts with "<name>: " (a transcript speaker)."""
         term = stem(name)
         sql = """
-            SELECT 1 FROM record_terms t JOIN records r ON r.seq = t.seq
-            WHERE t.terms @@ ?::tsquery AND substr(r.text, 1, ?) = ? LIMIT 1
+            SELECT 1 FROM record_terms_matching(?::tsquery) t JOIN records r ON r.seq = t.seq
+            WHERE substr(r.text, 1, ?) = ? LIMIT 1
         """
         return conn.execute(sql, (_tsquery([term]), len(name) + 2, f"{name}: ")).fetchone() is not None
 
