@@ -1,4 +1,8 @@
-"""Hybrid retrieval: dense (MiniLM) and lexical (FTS5 BM25) candidates, fused, scoped, boosted.
+"""Hybrid retrieval: dense (MiniLM) and lexical (BM25) candidates, fused, scoped, boosted.
+
+On both backends: BM25 is FTS5's on SQLite and computed in SQL over the same
+terms on PostgreSQL (keywords.py); on team storage a `follower` brings other
+workers' vectors into the in-memory index before a dense search (follower.py).
 
     service = SearchService(db, vectors, embedder)
     hits = service.search(
