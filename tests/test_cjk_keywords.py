@@ -1,7 +1,8 @@
 """Keyword search in scripts written without spaces: two-character words inside a sentence match.
 
-Real SQLite files, the real migrations and SearchService in keyword mode (no
-embedding model involved, so what is found here is found by the index alone).
+Real SQLite files and real PostgreSQL (`store_db`), the real migrations and
+SearchService in keyword mode (no embedding model involved, so what is found
+here is found by the index alone).
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def keyword_search(db: Database, query: str, branch: str = "main") -> list[str]:
     return [h["text"] for h in hits]
 
 
-def fts_integrity(db: Database) -> None:
+def fts_integrity(db) -> None:
+    """SQLite's own check of its two keyword indexes (PostgreSQL's terms are checked by
+    tests/test_keyword_terms.py)."""
+    if not isinstance(db, Database):
+        return
     with db.transaction() as conn:
         conn.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('integrity-check', 1)")
         conn.execute("INSERT INTO records_thread_fts(records_thread_fts, rank) VALUES ('integrity-check', 1)")
@@ -58,13 +63,11 @@ def test_cjk_runs_become_bigrams_and_characters_latin_text_is_unchanged():
         ("canción", "Mañana cantaremos la canción del año", "El perro duerme en el jardín"),
     ],
 )
-def test_a_word_inside_a_sentence_is_found(tmp_path, query, expected, other):
-    db = Database(tmp_path / "memory.sqlite3")
-    put(db, other)
-    put(db, expected)
-    assert keyword_search(db, query)[:1] == [expected]
-    fts_integrity(db)
-    db.close()
+def test_a_word_inside_a_sentence_is_found(store_db, query, expected, other):
+    put(store_db, other)
+    put(store_db, expected)
+    assert keyword_search(store_db, query)[:1] == [expected]
+    fts_integrity(store_db)
 
 
 def test_thread_context_carries_cjk_words_to_the_next_turn(tmp_path):
@@ -102,8 +105,8 @@ def test_existing_memories_are_reindexed_by_the_migration(tmp_path, monkeypatch)
     db.close()
 
 
-def test_deleting_a_branch_removes_its_cjk_rows_from_the_index(tmp_path):
-    db = Database(tmp_path / "memory.sqlite3")
+def test_deleting_a_branch_removes_its_cjk_rows_from_the_index(store_db):
+    db = store_db
     with db.transaction() as conn:
         branches.create_branch(conn, "trial", parent="main")
     put(db, "试验分支上的缓存方案", branch="trial")
@@ -111,5 +114,11 @@ def test_deleting_a_branch_removes_its_cjk_rows_from_the_index(tmp_path):
     with db.transaction() as conn:
         branches.delete_branch(conn, "trial")
     fts_integrity(db)
-    assert db.reader().execute("SELECT count(*) FROM records_fts WHERE records_fts MATCH '\"缓存\"'").fetchone()[0] == 0
-    db.close()
+    with db.transaction() as conn:  # made again: nothing of the old one shows
+        branches.create_branch(conn, "trial", parent="main")
+    assert keyword_search(db, "缓存", branch="trial") == []
+    if isinstance(db, Database):
+        assert db.reader().execute("SELECT count(*) FROM records_fts WHERE records_fts MATCH '\"缓存\"'").fetchone()[0] == 0
+    else:  # the terms and their document count went with the rows
+        assert db.reader().execute("SELECT count(*) FROM record_terms").fetchone()[0] == 0
+        assert db.reader().execute("SELECT coalesce(sum(docs), 0) FROM term_stats WHERE term = '缓存'").fetchone()[0] == 0

@@ -66,12 +66,30 @@ EVENTS = [  # (text, when, where)
 ]
 
 
-@pytest.fixture(scope="module")
-def memory(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def memory(request, tmp_path_factory):
+    """The fixture memory on each backend: SQLite with Chroma files, or a team database reached
+    as a member with vectors in it (the worker's index following the log)."""
     root = tmp_path_factory.mktemp("retrieval")
-    db = Database(root / "memory.sqlite3")
-    vectors, embedder = Vectors(root / "chroma"), Embedder()
-    engine = SearchService(db, vectors, embedder)
+    embedder = Embedder()
+    if request.param == "sqlite":
+        db = Database(root / "memory.sqlite3")
+        vectors = Vectors(root / "chroma")
+        indexer = Indexer(db, vectors, embedder)
+        engine = SearchService(db, vectors, embedder)
+    else:
+        from tests.postgres import init_team_database, member_url
+        from worker.index.database_vectors import DatabaseVectorStore
+        from worker.index.follower import LogFollower
+        from worker.store.postgres.database import PostgresDatabase
+
+        cluster = request.getfixturevalue("postgres_cluster")
+        name = init_team_database(cluster)
+        request.addfinalizer(lambda: cluster.drop_database(name))
+        db = PostgresDatabase(member_url(cluster, name, "dev"))
+        vectors = Vectors(store=DatabaseVectorStore(db))
+        indexer = LogFollower(db, vectors, embedder)
+        engine = SearchService(db, vectors, embedder, follower=indexer)
     model = MemoryModel(db, search=lambda: engine)
     for priority, text in enumerate(IDENTITY):
         model.identity.add(IdentityWrite(content=text, priority=priority, project=PROJECT, confirmations=3, actor="alice"))
@@ -83,7 +101,7 @@ def memory(tmp_path_factory):
     # noise: other projects and other agents must not leak in
     model.add_fact(FactIn(text="We chose Postgres for the billing service", confidence=0.95, project="/other"))
     model.log_event(EventIn(content="Fixed a typo in another agent's branch", when=moments["today"], project=PROJECT, agent_id="gemini"))
-    Indexer(db, vectors, embedder).drain()
+    indexer.drain()
     yield model
     db.close()
 

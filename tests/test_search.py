@@ -1,4 +1,8 @@
-"""SearchService: hybrid retrieval over real SQLite, real Chroma files and the real model."""
+"""SearchService: hybrid retrieval over the real model and each backend: SQLite with Chroma files,
+PostgreSQL (as a member, row-level security in force) with vectors in the database followed by seq.
+
+Tests taking `store` run on both; those that open a data dir again (restart,
+Chroma, the FTS5 query text) are SQLite's."""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from memory_anchor import paths
+from worker.index.database_vectors import DatabaseVectorStore
 from worker.index.embeddings import Embedder
+from worker.index.follower import LogFollower
 from worker.index.indexer import Indexer
 from worker.index.search import SearchError, SearchService, Tuning
 from worker.index.vectors import Vectors
@@ -24,12 +30,17 @@ def embedder() -> Embedder:
 
 
 class Store:
-    def __init__(self, data_dir: Path, embedder: Embedder):
+    def __init__(self, data_dir: Path, embedder: Embedder, db=None):
         self.data_dir = data_dir
-        self.db = Database(paths.database_path(data_dir))
-        self.vectors = Vectors(paths.chroma_path(data_dir))
-        self.indexer = Indexer(self.db, self.vectors, embedder)
-        self.service = SearchService(self.db, self.vectors, embedder)
+        self.db = db if db is not None else Database(paths.database_path(data_dir))
+        if isinstance(self.db, Database):
+            self.vectors = Vectors(paths.chroma_path(data_dir))
+            self.indexer = Indexer(self.db, self.vectors, embedder)
+            self.service = SearchService(self.db, self.vectors, embedder)
+        else:  # team storage: vectors in the database, this worker's index following the log
+            self.vectors = Vectors(store=DatabaseVectorStore(self.db))
+            self.indexer = LogFollower(self.db, self.vectors, embedder)
+            self.service = SearchService(self.db, self.vectors, embedder, follower=self.indexer)
 
     def put(self, text: str, *, branch: str = "main", index: bool = True, **values):
         values.setdefault("user_id", "alice")
@@ -50,10 +61,10 @@ class Store:
 
 
 @pytest.fixture
-def store(tmp_path, embedder):
-    s = Store(tmp_path, embedder)
+def store(tmp_path, embedder, store_db):
+    s = Store(tmp_path, embedder, store_db)
     yield s
-    s.close()
+    s.vectors.close()  # the database is store_db's to close
 
 
 def texts(hits):
@@ -179,7 +190,8 @@ def test_bad_arguments_are_clear_errors(store):
         store.search("x", time_range=("not a date", None))
 
 
-def test_keyword_query_is_shaped(store):
+def test_keyword_query_is_shaped(tmp_path, embedder):
+    store = Store(tmp_path, embedder)
     conn = store.db.reader()
     assert store.service.keyword_query(conn, "What did the team decide about the cache?") == '"team" OR "decide" OR "cache"'
     assert store.service.keyword_query(conn, "the of and") == ""

@@ -93,8 +93,9 @@ def test_existing_records_get_the_same_context_when_the_migration_runs(db):
     assert {seq: context_words(db, {"seq": seq}) for seq in expected} == expected
 
 
-def test_keyword_search_finds_the_answer_next_to_the_question_words(db):
-    """The answer turn shares no word with the question; its neighbour does."""
+def test_keyword_search_finds_the_answer_next_to_the_question_words(store_db):
+    """The answer turn shares no word with the question but its speaker; its neighbour shares the rest."""
+    db = store_db
     put(db, "Alice: What did you bake for the school fundraiser?")
     answer = put(db, "Bob: Lemon bars, they sold out in an hour.")
     for n in range(6):
@@ -104,7 +105,12 @@ def test_keyword_search_finds_the_answer_next_to_the_question_words(db):
     hits = service.search("what did Bob bake for the fundraiser?", view, filters={"user_id": "alice"},
                           mode="keyword", top_k=3, fallback=False)  # fmt: skip
     assert answer["id"] in [h["id"] for h in hits]
-    assert hits[0]["text"].startswith("Alice: What did you bake")  # own words still outrank context
+    assert any(h["text"].startswith("Alice: What did you bake") for h in hits)
+    if isinstance(db, Database):
+        # Own words still outrank context. On PostgreSQL the question turn's context lacks
+        # the answer's words (context there is the records before only), so the answer,
+        # with "Bob" of its own and the question's words as context, may lead.
+        assert hits[0]["text"].startswith("Alice: What did you bake")
 
 
 def test_common_words_are_matched_in_own_text_only(db, monkeypatch):

@@ -207,7 +207,7 @@ class ApiBackend:
 class InProcessBackend:
     """The same service calls the API makes, without HTTP: for quick tuning runs only."""
 
-    def __init__(self, data_dir: Path, tuning=None):
+    def __init__(self, data_dir: Path, tuning=None, storage_url: str | None = None):
         from worker.index.embeddings import Embedder
         from worker.index.indexer import Indexer
         from worker.index.search import SearchService
@@ -216,11 +216,23 @@ class InProcessBackend:
 
         from memory_anchor import paths
 
-        self.db = Database(paths.database_path(data_dir))
-        self.vectors = Vectors(paths.chroma_path(data_dir))
         self.embedder = Embedder()
-        self.indexer = Indexer(self.db, self.vectors, self.embedder)
-        self.service = SearchService(self.db, self.vectors, self.embedder, tuning=tuning)
+        if storage_url:
+            # A team database (after `storage init` and `add-member`): vectors in it, followed by seq.
+            from worker.index.database_vectors import DatabaseVectorStore
+            from worker.index.follower import LogFollower
+            from worker.store.postgres.database import PostgresDatabase
+
+            self.db = PostgresDatabase(storage_url)
+            self.vectors = Vectors(store=DatabaseVectorStore(self.db))
+            self.indexer = LogFollower(self.db, self.vectors, self.embedder)
+            follower = self.indexer
+        else:
+            self.db = Database(paths.database_path(data_dir))
+            self.vectors = Vectors(paths.chroma_path(data_dir))
+            self.indexer = Indexer(self.db, self.vectors, self.embedder)
+            follower = None
+        self.service = SearchService(self.db, self.vectors, self.embedder, tuning=tuning, follower=follower)
 
     def store(self, conv: Conversation) -> None:
         from worker.store.records import Records, parse_time
@@ -256,8 +268,8 @@ def run(args) -> int:
         conversations = conversations[:limit]
     turns = sum(len(c.turns) for c in conversations)
     print(f"LoCoMo: {len(conversations)} conversations, {turns} turns (data in {data_dir})", flush=True)
-    if getattr(args, "in_process", False):
-        backend = InProcessBackend(data_dir)
+    if getattr(args, "in_process", False) or getattr(args, "storage_url", None):
+        backend = InProcessBackend(data_dir, storage_url=getattr(args, "storage_url", None))
         return _measure(backend, conversations)
     from memory_anchor.client import WorkerClient
     from worker import lifecycle

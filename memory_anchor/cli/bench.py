@@ -37,6 +37,8 @@ def register(sub) -> None:
     locomo.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     locomo.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
     locomo.add_argument("--in-process", action="store_true", help="skip HTTP (tuning only; not the measure)")
+    locomo.add_argument("--storage-url", default=None,
+                        help="in process, on this team database (postgresql://MEMBER@HOST/DB, after storage init)")
     locomo.set_defaults(handler=_runner("locomo"))
 
     multilingual = which.add_parser("multilingual", help=BENCHES["multilingual"])

@@ -195,6 +195,24 @@ class ChromaStore:
                 ids=[str(seqs[r]) for r in rows], embeddings=embeddings[rows], metadatas=[metadatas[r] for r in rows]
             )
 
+    def get(self, seqs: Iterable[int]) -> list[VectorItem]:
+        """The stored vectors of these seqs (those that have one): how a worker following the
+        shared log picks up what another worker embedded (worker/index/follower.py)."""
+        seqs = [int(s) for s in seqs]
+        out: list[VectorItem] = []
+        with self._lock:
+            for shard, rows in _rows_by_shard(seqs).items():
+                collection = self._existing_shard(shard)
+                if collection is None:
+                    continue
+                batch = collection.get(ids=[str(seqs[r]) for r in rows], include=["embeddings", "metadatas"])
+                embeddings = np.asarray(batch["embeddings"], dtype=np.float32)
+                out.extend(
+                    VectorItem(int(i), embeddings[n], dict(batch["metadatas"][n] or {})) for n, i in enumerate(batch["ids"])
+                )
+            self._touch()
+        return out
+
     def delete(self, seqs: Iterable[int]) -> None:
         seqs = [int(s) for s in seqs]
         if not seqs:

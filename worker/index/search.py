@@ -1,4 +1,8 @@
-"""Hybrid retrieval: dense (MiniLM) and lexical (FTS5 BM25) candidates, fused, scoped, boosted.
+"""Hybrid retrieval: dense (MiniLM) and lexical (BM25) candidates, fused, scoped, boosted.
+
+On both backends: BM25 is FTS5's on SQLite and computed in SQL over the same
+terms on PostgreSQL (keywords.py); on team storage a `follower` brings other
+workers' vectors into the in-memory index before a dense search (follower.py).
 
     service = SearchService(db, vectors, embedder)
     hits = service.search(
@@ -52,7 +56,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -62,11 +65,14 @@ from typing import Any, Iterable
 
 
 from worker.index.embeddings import Embedder
+from worker.index.follower import LogFollower
+from worker.index.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
 from worker.index.timewords import time_window
 from worker.index.vectors import VectorFilter, Vectors
 from worker.store import filters as filter_language
 from worker.store.cjk import is_cjk_word, query_words
 from worker.store.db import Database
+from worker.store.dialect import POSTGRES, dialect_of, truth
 from worker.store.filters import Filter
 from worker.store.records import RecordError, Records, View, parse_time
 
@@ -132,15 +138,24 @@ class SearchError(RecordError):
 
 
 class SearchService:
-    def __init__(self, db: Database, vectors: Vectors | None, embedder: Embedder | None, *, tuning: Tuning | None = None):
+    def __init__(
+        self,
+        db: Database,
+        vectors: Vectors | None,
+        embedder: Embedder | None,
+        *,
+        tuning: Tuning | None = None,
+        follower: LogFollower | None = None,
+    ):
         self.db = db
+        # Team storage: other workers' records reach this worker's vector index by the follower.
+        self.follower = follower
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning or Tuning()
         self._df_cache = _TimedCache(ttl=60)
         self._doc_count: tuple[float, int] = (0.0, 0)
         self._speaker_cache = _TimedCache(ttl=300)
-        self._vocab_ready: set[int] = set()
 
     # --- the one public entry point -------------------------------------------------
 
@@ -176,6 +191,8 @@ class SearchService:
             date_window = (window.start, window.end) if window else None
             candidates: dict[int, _Candidate] = {}
             dense = mode in ("hybrid", "vector") and self.vectors is not None and self.embedder is not None
+            if dense and self.follower is not None:
+                self.follower.catch_up(embed=False, wait=False)
             # The query embedding (onnxruntime) and FTS5 (SQLite) both release the GIL: overlap them.
             pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, self.dense_query(conn, query)) if dense else None
             keyword_hits = self._keyword(conn, query, view, scope, wanted, alone=not dense) if mode in ("hybrid", "keyword") else []
@@ -203,26 +220,17 @@ class SearchService:
         return self.vectors.search(vector, k, scope.vector_filter(view))
 
     def _keyword(self, conn, query: str, view: View, scope: "_Scope", k: int, *, alone: bool) -> list[tuple[int, float]]:
-        match = self.keyword_query(conn, query, alone=alone)
-        if not match:
+        words = self.keyword_terms(conn, query, alone=alone)
+        if not words:
             return []
-        where, params = view.sql("r")
-        conditions, cond_params = scope.sql("r")
-        # records_thread_fts columns: text, title, context (the thread neighbours' words, see
-        # migration 0003). One BM25 over all three lets a question whose words are split
-        # between a turn and the one before or after it rank that turn.
-        sql = f"""
-            SELECT f.rowid AS seq, bm25(records_thread_fts, 1.0, 0.5, ?) AS rank
-            FROM records_thread_fts f JOIN records r ON r.seq = f.rowid
-            WHERE records_thread_fts MATCH ? AND {where} {conditions}
-            ORDER BY rank LIMIT ?
-        """
-        try:
-            rows = conn.execute(sql, [self.tuning.context_weight, match, *params, *cond_params, k]).fetchall()
-        except Exception:  # a malformed MATCH must not break search; we fall back instead
-            return []
-        # bm25() is lower-is-better and unbounded; flip the sign.
-        return [(int(r["seq"]), -float(r["rank"])) for r in rows]
+        dialect = dialect_of(conn)
+        where, params = view.sql("r", dialect)
+        conditions, cond_params = scope.sql("r", dialect)
+        # One BM25 over a record's text, title and (SQLite) its thread neighbours' words
+        # lets a question whose words are split between a turn and the one before or
+        # after it rank that turn (worker/index/keywords.py).
+        weights = ColumnWeights(text=1.0, title=0.5, context=self.tuning.context_weight)
+        return keyword_index(conn).search(conn, words, f"{where} {conditions}", [*params, *cond_params], k, weights)
 
     def dense_query(self, conn, query: str) -> str:
         """`query` as the dense side embeds it: without the names of transcript speakers.
@@ -245,22 +253,16 @@ class SearchService:
         cached = self._speaker_cache.get(name)
         if cached is not None:
             return cached
-        # FTS5's initial-token query (^) finds records that open with the word; the
-        # prefix check looks at 200 of them at most. Worst case, a word in all of
-        # 100k records and first in none: ~8 ms, once per word per cache period.
-        sql = """
-            SELECT 1 FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT 200) f
-            JOIN records r ON r.seq = f.rowid WHERE substr(r.text, 1, ?) = ? LIMIT 1
-        """
-        try:
-            found = conn.execute(sql, ("{text} : ^" + _fts_phrase(name), len(name) + 2, f"{name}: ")).fetchone()
-        except sqlite3.OperationalError:
-            found = None
-        self._speaker_cache.put(name, found is not None)
-        return found is not None
+        found = keyword_index(conn).opens_with(conn, name)
+        self._speaker_cache.put(name, found)
+        return found
 
     def keyword_query(self, conn, query: str, *, alone: bool = True) -> str:
-        """The FTS5 MATCH expression for `query`: informative words OR-ed, each quoted.
+        """`keyword_terms` as an FTS5 MATCH expression: the words OR-ed, each quoted."""
+        return SqliteKeywords.match_expression(self.keyword_terms(conn, query, alone=alone))
+
+    def keyword_terms(self, conn, query: str, *, alone: bool = True) -> KeywordQuery:
+        """The informative words of `query`, for BM25 on either backend.
 
         With no informative word, the rarest word still ranks; beside a dense
         list (`alone` False) only while that stays cheap: BM25 scores every row
@@ -281,7 +283,7 @@ class SearchService:
                 continue
             words.append(word)
         if not words:
-            return ""
+            return KeywordQuery([])
         own_only: list[str] = []
         # Very frequent words match most rows: they make FTS5 slow and add nothing to ranking.
         # Cost grows with the number of matching rows, so the cap is both relative and absolute.
@@ -292,35 +294,18 @@ class SearchService:
             if not informative:
                 rarest = min(words, key=lambda w: self._doc_freq(conn, w))
                 if not alone and self._doc_freq(conn, rarest) > self.tuning.max_df_docs:
-                    return ""
+                    return KeywordQuery([])
                 informative = [rarest]
             words = informative
             context_cap = self.tuning.max_df_docs / CONTEXT_EXPANSION
             own_only = [w for w in words if self._doc_freq(conn, w) > context_cap]
             words = [w for w in words if w not in own_only]
-        parts = [_fts_phrase(w) for w in words]
-        if own_only:
-            parts.append("{text title} : (" + " OR ".join(_fts_phrase(w) for w in own_only) + ")")
-        return " OR ".join(parts)
-
-    def _ensure_vocab(self, conn) -> None:
-        if id(conn) in self._vocab_ready:
-            return
-        # A temp fts5vocab table (per connection) gives document frequencies per term.
-        conn.execute("PRAGMA query_only=OFF")
-        try:
-            conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, row)"
-            )
-        finally:
-            if conn is not self.db._writer:
-                conn.execute("PRAGMA query_only=ON")
-        self._vocab_ready.add(id(conn))
+        return KeywordQuery(words, own_only)
 
     def _total_docs(self, conn) -> int:
         stamp, count = self._doc_count
         if time.monotonic() - stamp > 30:
-            count = int(conn.execute("SELECT count(*) FROM records_fts_docsize").fetchone()[0])
+            count = keyword_index(conn).doc_count(conn)
             self._doc_count = (time.monotonic(), count)
         return count
 
@@ -328,16 +313,7 @@ class SearchService:
         cached = self._df_cache.get(word)
         if cached is not None:
             return cached
-        # The index holds stemmed terms; stem with FTS5 itself so we agree with it.
-        term = _porter_stem(word)
-        self._ensure_vocab(conn)
-        try:
-            row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
-        except sqlite3.OperationalError:  # a new connection that reused an old one's id
-            self._vocab_ready.discard(id(conn))
-            self._ensure_vocab(conn)
-            row = conn.execute("SELECT doc FROM temp.records_fts_vocab WHERE term = ?", (term,)).fetchone()
-        freq = int(row[0]) if row else 0
+        freq = keyword_index(conn).doc_freq(conn, word)
         self._df_cache.put(word, freq)
         return freq
 
@@ -438,7 +414,7 @@ class SearchService:
             relevance[seq] += weight * value
 
     def _most_recent(self, conn, view: View, scope: "_Scope", top_k: int) -> list[dict[str, Any]]:
-        conditions, params = scope.sql("r")
+        conditions, params = scope.sql("r", dialect_of(conn))
         rows, _ = Records.query(
             conn,
             view,
@@ -526,13 +502,13 @@ class _Scope:
                 args[name] = self.columns[column]
         return VectorFilter(**args)
 
-    def sql(self, alias: str) -> tuple[str, list[Any]]:
+    def sql(self, alias: str, dialect: str) -> tuple[str, list[Any]]:
         """' AND ...' conditions for SQL over `records` (column filters, time, never identity)."""
         parts = [f"{alias}.kind NOT IN ({','.join('?' * len(NEVER_SEARCHED_KINDS))})", f"{alias}.op = 'put'"]
         params: list[Any] = list(NEVER_SEARCHED_KINDS)
         for column, values in self.columns.items():
             if not values:
-                parts.append("0")
+                parts.append(truth(dialect, False))
                 continue
             parts.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
             params.extend(values)
@@ -543,15 +519,20 @@ class _Scope:
             parts.append(f"{alias}.happened_at <= ?")
             params.append(self.before)
         for key, want in self.metadata.items():
-            path = '$."' + str(key).replace('"', "") + '"'
             values = list(want) if isinstance(want, (list, tuple)) else [want]
             if not values:
-                parts.append("0")
+                parts.append(truth(dialect, False))
                 continue
-            parts.append(f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})")
-            params.extend([path, *values])
+            if dialect == POSTGRES:
+                # As text: a superset of what `accepts` keeps (it compares values, then their text).
+                parts.append(f"({alias}.metadata::jsonb ->> ?) IN ({','.join('?' * len(values))})")
+                params.extend([str(key), *(v if isinstance(v, str) else json.dumps(v) for v in values)])
+            else:
+                path = '$."' + str(key).replace('"', "") + '"'
+                parts.append(f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})")
+                params.extend([path, *values])
         if self.expr is not None:
-            text, expr_params = self.expr.sql(alias)
+            text, expr_params = self.expr.sql(alias, dialect)
             parts.append(text)
             params.extend(expr_params)
         return "AND " + " AND ".join(parts), params
@@ -621,11 +602,6 @@ class _TimedCache:
                 self._entries.popitem(last=False)
 
 
-def _fts_phrase(word: str) -> str:
-    """`word` as an FTS5 string, so no word of a query is read as an operator."""
-    return '"' + word.replace('"', "") + '"'
-
-
 def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tuple[int, int]]]:
     """seq -> [(neighbour seq, distance 1 or 2)]: the two records before and after each in its thread.
 
@@ -643,7 +619,7 @@ def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tu
         for op, order in (("<", "DESC"), (">", "ASC")):
             parts.append(
                 f"SELECT {len(sides)} AS side, seq FROM (SELECT seq FROM records WHERE {column} = ? AND seq {op} ? "
-                f"AND op = 'put' AND kind = ? ORDER BY seq {order} LIMIT 2)"
+                f"AND op = 'put' AND kind = ? ORDER BY seq {order} LIMIT 2) AS near"
             )
             params += [value, record["seq"], record["kind"]]
             sides.append((record["seq"], op))
@@ -677,7 +653,8 @@ def _light_rows(conn, seqs: Iterable[int], scope: "_Scope") -> dict[int, dict[st
     seqs = list(seqs)
     out: dict[int, dict[str, Any]] = {}
     parse_metadata = bool(scope.metadata)
-    expr, expr_params = scope.expr.sql("records") if scope.expr is not None else ("1", [])
+    dialect = dialect_of(conn)
+    expr, expr_params = scope.expr.sql("records", dialect) if scope.expr is not None else (truth(dialect, True), [])
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]
         for row in conn.execute(
@@ -712,28 +689,3 @@ def _normalise(scores: dict[int, float]) -> dict[int, float]:
 
 def _clip01(value: float) -> float:
     return 0.0 if value < 0 else 1.0 if value > 1 else value
-
-
-_STEM_CONN = None
-_STEM_LOCK = threading.Lock()
-_STEM_CACHE: dict[str, str] = {}
-
-
-def _porter_stem(word: str) -> str:
-    """Stem like FTS5's porter tokenizer, by asking an in-memory FTS5 table."""
-    cached = _STEM_CACHE.get(word)
-    if cached is not None:
-        return cached
-    global _STEM_CONN
-    with _STEM_LOCK:
-        if _STEM_CONN is None:
-            _STEM_CONN = sqlite3.connect(":memory:", check_same_thread=False)
-            _STEM_CONN.execute("CREATE VIRTUAL TABLE s USING fts5(t, tokenize='porter unicode61 remove_diacritics 2')")
-            _STEM_CONN.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, row)")
-        _STEM_CONN.execute("DELETE FROM s")
-        _STEM_CONN.execute("INSERT INTO s(t) VALUES (?)", (word,))
-        row = _STEM_CONN.execute("SELECT term FROM sv LIMIT 1").fetchone()
-    stem = row[0] if row else word
-    if len(_STEM_CACHE) < 50_000:
-        _STEM_CACHE[word] = stem
-    return stem

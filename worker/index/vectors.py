@@ -404,6 +404,19 @@ class MemoryIndex:
             for segment, row in self._where.pop(np.array([int(s) for s in seqs], dtype=np.int64)):
                 self._numbered[segment].alive[row] = False
 
+    def seqs_on_branch(self, branch: str) -> list[int]:
+        """The seqs held for rows written on `branch` (to forget a branch another worker deleted)."""
+        with self._lock:
+            code = self._codes["branch"].lookup([branch])
+            if not len(code):
+                return []
+            found: list[int] = []
+            for segment in self._numbered:
+                n = segment.n
+                mask = (segment.cols["branch"][:n] == code[0]) & segment.alive[:n]
+                found.extend(int(s) for s in segment.seq[:n][mask])
+            return found
+
     def search(self, query: np.ndarray, k: int, where: VectorFilter | None = None) -> list[tuple[int, float]]:
         """The `k` best (seq, cosine) among rows passing `where`, best first."""
         where = where or VectorFilter()

@@ -118,8 +118,8 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text or "") / 4))
 
 
-def fts_query(text: str, limit_terms: int = 12) -> str:
-    """An FTS5 MATCH expression: the significant words OR-ed, each quoted."""
+def keyword_words(text: str, limit_terms: int = 12) -> list[str]:
+    """The significant words of `text` (CJK runs as grams), for a keyword search OR-ing them."""
     seen: list[str] = []
     for word in query_words(unicodedata.normalize("NFKC", text or "").replace("'", " ")):
         if word in STOPWORDS or (len(word) < 2 and not is_cjk_word(word)) or word in seen:
@@ -127,7 +127,12 @@ def fts_query(text: str, limit_terms: int = 12) -> str:
         seen.append(word)
         if len(seen) >= limit_terms:
             break
-    return " OR ".join(f'"{w}"' for w in seen)
+    return seen
+
+
+def fts_query(text: str, limit_terms: int = 12) -> str:
+    """`keyword_words` as an FTS5 MATCH expression: OR-ed, each quoted."""
+    return " OR ".join(f'"{w}"' for w in keyword_words(text, limit_terms))
 
 
 def unique(values: Iterable[str]) -> list[str]:

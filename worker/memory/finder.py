@@ -2,7 +2,7 @@
 
 1. semantic: the retrieval engine's hybrid search (`worker.index.search.SearchService`)
    when the worker has one;
-2. keyword: FTS5 BM25 over `records_fts`, always available;
+2. keyword: BM25 over the records' own words (worker/index/keywords.py), always available;
 3. most recent: the latest records matching the filters.
 
 Each step only runs when the previous ones found fewer than asked for, and each
@@ -18,8 +18,10 @@ import math
 import time
 from typing import Any, Callable
 
-from worker.memory.common import fts_query
+from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+from worker.memory.common import keyword_words
 from worker.store.db import Database
+from worker.store.dialect import SQLITE, dialect_of, truth
 from worker.store.records import Records, View
 
 log = logging.getLogger(__name__)
@@ -81,31 +83,28 @@ class Finder:
         return [h for h in hits if isinstance(h, dict) and h.get("id")]
 
     def _keyword(self, conn, query, view, filters, limit, statuses, time_range) -> list[dict[str, Any]]:
-        match = fts_query(query)
-        if not match:
+        words = keyword_words(query)
+        if not words:
             return []
-        where, params = ["records_fts MATCH ?"], [match]
+        where, params = [truth(dialect_of(conn), True)], []
         for column, value in filters.items():
             if value is None:
                 continue
             if isinstance(value, (list, tuple, set)):
-                clause, values = _in_clause(column, value)
+                clause, values = _in_clause(column, value, dialect_of(conn))
                 where.append(clause)
                 params.extend(values)
             else:
                 where.append(f"r.{column} = ?")
                 params.append(value)
         try:
-            rows = conn.execute(
-                f"""SELECT r.seq AS seq, bm25(records_fts) AS rank FROM records_fts
-                    JOIN records r ON r.seq = records_fts.rowid
-                    WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?""",
-                [*params, max(limit, 50)],
-            ).fetchall()
+            ranked = keyword_index(conn).search(
+                conn, KeywordQuery(words), " AND ".join(where), params, max(limit, 50), ColumnWeights()
+            )
         except Exception:
             log.warning("keyword search failed for %r", query, exc_info=True)
             return []
-        ranks = {row["seq"]: -float(row["rank"]) for row in rows}
+        ranks = dict(ranked)
         visible = Records.visible_seqs(conn, ranks, view)
         records = Records.by_seqs(conn, visible)
         top = max([ranks[s] for s in visible] or [1.0]) or 1.0
@@ -159,7 +158,7 @@ class Finder:
         return True
 
 
-def _in_clause(column: str, values) -> tuple[str, list[Any]]:
+def _in_clause(column: str, values, dialect: str = SQLITE) -> tuple[str, list[Any]]:
     """`column IN (...)`, where a None in the list also matches NULL."""
     present = [v for v in values if v is not None]
     parts = []
@@ -167,7 +166,7 @@ def _in_clause(column: str, values) -> tuple[str, list[Any]]:
         parts.append(f"r.{column} IN ({','.join('?' * len(present))})")
     if None in values:
         parts.append(f"r.{column} IS NULL")
-    return "(" + " OR ".join(parts or ["0"]) + ")", present
+    return "(" + " OR ".join(parts or [truth(dialect, False)]) + ")", present
 
 
 def _time_where(time_range) -> tuple[str, list[Any]]:

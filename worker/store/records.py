@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 from memory_anchor.schemas.filters import TIME_RANGE
 from worker.store.dialect import POSTGRES, SQLITE, dialect_of, index_hint, limit_param
+from worker.store.terms import index_record
 
 MAIN = "main"
 QUERY_ORDERS = ("seq DESC", "seq ASC", "happened_at DESC", "happened_at ASC")
@@ -379,6 +380,7 @@ class Records:
             f"INSERT INTO records ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING *",
             params,
         ).fetchone()
+        index_record(conn, stored)
         return row_to_dict(stored)
 
     @staticmethod
