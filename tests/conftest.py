@@ -249,15 +249,6 @@ def postgres_url(postgres_cluster) -> str:
     postgres_cluster.drop_database(name)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test marked `needs_keyword_search` is expected to fail on PostgreSQL, strictly: keyword
-    search (records_fts) is not ported yet, and the day it is, these tests pass and say so."""
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if item.get_closest_marker("needs_keyword_search") and params.get("store_db") == "postgres":
-            item.add_marker(pytest.mark.xfail(reason="keyword search is not on PostgreSQL yet", strict=True))
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_db(request, tmp_path):
     """The store on each backend: a real SQLite file, and a real PostgreSQL team database reached

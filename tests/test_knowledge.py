@@ -141,7 +141,6 @@ def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
     assert len(activity) == 3 and all("×40" in line for line in activity)
 
 
-@pytest.mark.needs_keyword_search  # the rule it replaces is found by keyword
 def test_a_change_of_mind_supersedes_the_rule_locally(model):
     from worker.memory.extraction import Material
 

@@ -89,7 +89,6 @@ def test_claude_adds_new_facts_by_confidence_tier(claude_model, fake_anthropic):
     assert claude_model.approvals.count_pending() == 1
 
 
-@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_claude_update_supersedes_with_a_new_version(claude_model, fake_anthropic):
     old = seed_fact(claude_model, "The vector database is Qdrant", subject="vector database")
     fake_anthropic.enqueue(
@@ -107,7 +106,6 @@ def test_claude_update_supersedes_with_a_new_version(claude_model, fake_anthropi
     assert [f["id"] for f in claude_model.facts.list(project=PROJECT)] == [old["id"]]
 
 
-@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_claude_delete_invalidates_and_none_writes_nothing(claude_model, fake_anthropic):
     nose = seed_fact(claude_model, "Tests run with nose", subject="test runner")
     wal = seed_fact(claude_model, "SQLite runs in WAL mode", subject="sqlite mode")
@@ -125,7 +123,6 @@ def test_claude_delete_invalidates_and_none_writes_nothing(claude_model, fake_an
     assert live_records(claude_model) == before + 1  # only the invalidation version
 
 
-@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_agent_cannot_overwrite_a_human_fact_conflict_is_opened(claude_model, fake_anthropic):
     human = seed_fact(claude_model, "Deploys happen on Fridays", subject="deploy day", actor="human:alice")
     fake_anthropic.enqueue(
@@ -143,7 +140,6 @@ def test_agent_cannot_overwrite_a_human_fact_conflict_is_opened(claude_model, fa
     assert claude_model.facts.get(human["id"])["status"] == "active"
 
 
-@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_less_confident_update_becomes_a_conflict(claude_model, fake_anthropic):
     old = seed_fact(claude_model, "The API port is 8080", subject="api port")
     fake_anthropic.enqueue(
@@ -203,7 +199,6 @@ def test_malformed_decisions_never_touch_existing_facts(claude_model, fake_anthr
     assert current["version"] == 1 and current["status"] == "active" and current["text"] == "The cache TTL is one hour"
 
 
-@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_decision_may_only_target_facts_shown_for_that_candidate(claude_model, fake_anthropic):
     a = seed_fact(claude_model, "Logs rotate daily", subject="log rotation")
     b = seed_fact(claude_model, "The linter is ruff", subject="linter")
@@ -253,7 +248,6 @@ def test_secrets_are_redacted_before_claude_sees_them(db, local_db, fake_anthrop
 # --- the local path (no key) ------------------------------------------------------------
 
 
-@pytest.mark.needs_keyword_search  # similar facts are found by keyword
 def test_local_path_extracts_decisions_and_fixes_and_skips_duplicates(local_model):
     observations = [
         {"type": "decision", "title": "Pick Chroma", "data": {"summary": "Chose Chroma as the embedded vector store"}},

@@ -364,7 +364,6 @@ def test_relations_graph_and_invalidation(model):
 # --- L4 operations -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_keyword_search  # the operations index is searched by keyword
 def test_operations_index_follows_files(model, tmp_path):
     project = tmp_path / "proj"
     ops = project / ".ai" / "operations"

@@ -189,8 +189,6 @@ def test_captured_memory_branches_and_time_travel_through_a_worker_on_postgres(t
         worker.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="writes through the mem0 API embed what they wrote: the vector queue and "
-                   "search run on PostgreSQL with the search branch (strict: remove this mark when it passes)")
 def test_mem0_add_update_and_search_through_a_worker_on_postgres(tmp_path, team):
     _, dev_url = team
     worker = start_worker(tmp_path, env=worker_env(tmp_path, MEMORY_ANCHOR_STORAGE_URL=dev_url))

@@ -66,10 +66,22 @@ class Services:
     def vectors(self):
         from worker.index.vectors import Vectors
 
+        if self.shared_store:
+            # Vectors live beside their records in the team database: shared in the same commit,
+            # readable exactly when the record is (docs/benchmarks.md: where vectors live).
+            from worker.index.database_vectors import DatabaseVectorStore
+
+            return Vectors(store=DatabaseVectorStore(self.db))
         return Vectors(paths.chroma_path(self.data_dir), snapshot=paths.vector_snapshot_path(self.data_dir))
 
     @cached_property
     def indexer(self):
+        """What makes records searchable by vector: on one machine the queue the records' trigger
+        fills (indexer.py); on a team database a follower of the shared log (follower.py)."""
+        if self.shared_store:
+            from worker.index.follower import LogFollower
+
+            return LogFollower(self.db, self.vectors, self.embedder)
         from worker.index.indexer import Indexer
 
         return Indexer(self.db, self.vectors, self.embedder)
@@ -84,7 +96,7 @@ class Services:
     def search(self):
         from worker.index.search import SearchService
 
-        return SearchService(self.db, self.vectors, self.embedder)
+        return SearchService(self.db, self.vectors, self.embedder, follower=self.indexer if self.shared_store else None)
 
     @cached_property
     def llm(self):
@@ -119,6 +131,8 @@ class Services:
         """Load the embedding model and the vector index now rather than at the first search;
         vectors of another model are re-embedded on a thread of their own (worker/index/reembed.py)."""
         self.embedder.embed(["warm up"])
+        if self.shared_store:
+            return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
         self.vectors.load()
         if self.reembedder.needed():
             self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)

@@ -29,7 +29,8 @@ async def status(request: web.Request) -> web.Response:
     kinds: dict[str, int] = {}
     pending_vectors = None
     if store["reachable"]:  # an unreachable team store is said as such; the rest of the page still answers
-        kinds, pending_vectors = await services.run(_store_counts, services.db)
+        kinds = await services.run(_record_counts, services.db)
+        pending_vectors = await services.run(_pending_vectors, services)
     llm = await services.run(services.llm_status)
     return web.json_response(
         {
@@ -56,15 +57,17 @@ async def openapi(request: web.Request) -> web.Response:
     return web.json_response(build_openapi(request.app))
 
 
-def _store_counts(db) -> tuple[dict[str, int], int | None]:
-    """Record versions by kind, and versions waiting to be embedded (None where there is no queue)."""
-    from worker.store.dialect import table_exists
+def _record_counts(db) -> dict[str, int]:
+    """Record versions by kind."""
+    return {r[0]: r[1] for r in db.reader().execute("SELECT kind, count(*) FROM records GROUP BY kind")}
 
-    conn = db.reader()
-    kinds = {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
-    if not table_exists(conn, "pending_vectors"):
-        return kinds, None
-    return kinds, conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
+
+def _pending_vectors(services) -> int:
+    """Versions not yet in this worker's vector index (on one machine, the queue's length, read
+    without building the indexer; on a team database, how far its follower is behind the log)."""
+    if services.shared_store:
+        return services.indexer.pending_count()
+    return services.db.reader().execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
 
 
 def _memory_bytes(field: str) -> int:

@@ -53,7 +53,6 @@ class Pipeline:
         self._wake = asyncio.Event()
         self._stopping = False
         self._last_capture = 0.0
-        self._vector_queue: bool | None = None
         self._store_away = False
         # Extra work other modules hook in, run after an event's records are written.
         self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
@@ -132,23 +131,12 @@ class Pipeline:
     def _index_pending(self) -> int:
         """Embed what is queued, batch by batch, until done or hook events arrive again."""
         indexed = 0
-        if not self._store_has_vector_queue():
-            return 0
         while self._quiet_for() >= CAPTURE_QUIET:
             done = self.services.indexer.drain_once()
             if not done:
                 break
             indexed += done
         return indexed
-
-    def _store_has_vector_queue(self) -> bool:
-        """Whether the memory's database queues versions for embedding (the team schema has no
-        `pending_vectors` until search runs on PostgreSQL): asked once."""
-        if self._vector_queue is None:
-            from worker.store.dialect import table_exists
-
-            self._vector_queue = table_exists(self.services.db.reader(), "pending_vectors")
-        return self._vector_queue
 
     def process(self, events: list[InboxEvent]) -> None:
         """Handle each event on its own: one that raises is retried later (then quarantined), never the batch."""
