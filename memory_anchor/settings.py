@@ -83,8 +83,8 @@ class Settings(BaseModel):
     storage_url: str = Field(
         "",
         description="Where memory is stored: empty = the embedded SQLite in the data dir; "
-        "postgresql://user@host/db = team memory on PostgreSQL (in progress: `memory-anchor storage init` "
-        "and `add-member` prepare the database; the worker still runs on SQLite).",
+        "postgresql://ROLE@HOST:PORT/DB = the team's PostgreSQL database, as your own member role "
+        "(set up with `memory-anchor storage init` and `add-member`; capture stays local).",
     )
 
     # First run (read by the hooks and the bootstrap with the standard library, see memory_anchor/hookkit)
