@@ -24,7 +24,6 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memory_anchor.client import WorkerClient, WorkerError
-from memory_anchor.projects import project_for_cwd
 
 ALL_PROJECTS = "*"
 AGENT_HEADER = "X-Memory-Anchor-Agent"
@@ -102,7 +101,7 @@ def call(method: str, path: str, body: Any = None, **params: Any) -> Any:
 def current_project() -> str:
     """The project this Claude Code session works in (Claude Code starts the bridge in it)."""
     session = current_session()
-    return project_for_cwd(session.project_dir or session.cwd or os.getcwd())
+    return client().project_for_cwd(session.project_dir or session.cwd or os.getcwd())
 
 
 def project_scope(project: str | None) -> str | None:

@@ -36,6 +36,13 @@ class WorkerClient:
 
     # --- connection ------------------------------------------------------------
 
+    def project_for_cwd(self, cwd: str | None) -> str:
+        """The project `cwd` belongs to, named as this worker names projects (by path, or by git
+        remote on a team database: memory_anchor/projects.py)."""
+        from memory_anchor.projects import project_for_cwd
+
+        return project_for_cwd(cwd, self.info().project_names)
+
     def info(self):
         """worker.json of a live worker, starting one if allowed."""
         from worker import lifecycle

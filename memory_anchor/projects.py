@@ -11,8 +11,23 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def project_for_cwd(cwd: str | None) -> str:
-    """The git root above `cwd` (a `.git` dir or file), else `cwd` itself, else ''."""
+# How projects are named. One machine: by the git root's path. A team database: by the
+# repository's `origin` remote (host/owner/name), the one name every developer's clone shares
+# whatever directory it sits in; a repository without one keeps its path.
+BY_PATH = "path"
+BY_REMOTE = "remote"
+
+
+def project_for_cwd(cwd: str | None, naming: str = BY_PATH) -> str:
+    """The project `cwd` belongs to: its git root (a `.git` dir or file above it), else `cwd`
+    itself, else ''. With `naming` BY_REMOTE, a git root with an `origin` remote is named by it."""
+    root = _root_for_cwd(cwd)
+    if naming == BY_REMOTE and root:
+        return remote_name(root) or root
+    return root
+
+
+def _root_for_cwd(cwd: str | None) -> str:
     if not cwd:
         return ""
     path = os.path.expanduser(os.fspath(cwd))  # a list or a number is a TypeError: such an event is quarantined
@@ -28,6 +43,77 @@ def project_for_cwd(cwd: str | None) -> str:
             candidate = parent
     except (OSError, ValueError, RuntimeError):  # too long, a NUL byte, a symlink loop: not a real directory
         return path
+
+
+def remote_name(root: str) -> str | None:
+    """`host/owner/name` of the `origin` remote of the repository at `root`, or None.
+
+    Read from the repository's config file (a worktree's or submodule's `.git` file points
+    to its git dir, whose `commondir` holds the config), so no git process is started.
+    """
+    url = _origin_url(_git_config_path(root))
+    return _normalise_remote(url) if url else None
+
+
+def _git_config_path(root: str) -> str | None:
+    dot_git = os.path.join(root, ".git")
+    if os.path.isdir(dot_git):
+        return os.path.join(dot_git, "config")
+    try:
+        with open(dot_git, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline().strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    git_dir = os.path.join(root, first[len("gitdir:"):].strip())
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="replace") as handle:
+            git_dir = os.path.join(git_dir, handle.read().strip())
+    except OSError:
+        pass  # a submodule's git dir holds its own config
+    return os.path.join(git_dir, "config")
+
+
+def _origin_url(config_path: str | None) -> str | None:
+    if config_path is None:
+        return None
+    try:
+        with open(config_path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    in_origin = False
+    for line in lines:
+        line = line.strip()
+        if line.startswith("["):
+            in_origin = line.replace("'", '"').replace(" ", "") == '[remote"origin"]'
+        elif in_origin and "=" in line:
+            key, _, value = line.partition("=")
+            if key.strip().lower() == "url" and value.strip():
+                return value.strip().strip('"')
+    return None
+
+
+def _normalise_remote(url: str) -> str | None:
+    """`git@github.com:Org/App.git`, `https://user:token@github.com/Org/App` and
+    `ssh://git@github.com:22/Org/App.git` are all `github.com/Org/App`: no scheme, no
+    credentials, no port, no `.git`; the host in lower case (paths are case-sensitive)."""
+    rest = url
+    if "://" in rest:
+        rest = rest.split("://", 1)[1]
+        host, _, path = rest.partition("/")
+    elif ":" in rest and not rest.startswith("/"):  # scp-like: user@host:path
+        host, _, path = rest.partition(":")
+    else:  # a local path: the same name only for whoever shares that path
+        path = rest.rstrip("/")
+        return (path[: -len(".git")] if path.endswith(".git") else path) or None
+    host = host.rpartition("@")[2].split(":")[0].lower()
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")]
+    name = "/".join(part for part in (host, path) if part)
+    return name or None
 
 
 def project_key(project: str) -> str:

@@ -177,7 +177,7 @@ async def _serve(services: Services, host: str, port: int) -> None:
     bound = sock.getsockname()[1]
     mcp = McpEndpoint(services.data_dir, services.token)
     mcp_port = await mcp.start(host)
-    lifecycle.write_info(services.data_dir, lifecycle.new_info(bound, services.token, host, mcp_port))
+    lifecycle.write_info(services.data_dir, lifecycle.new_info(bound, services.token, host, mcp_port, services.project_names))
     print(f"Memory Anchor worker listening on http://{host}:{bound} (data in {services.data_dir})", flush=True)
     log.info("listening on %s:%d", host, bound)
     stopping = asyncio.Event()

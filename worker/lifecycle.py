@@ -38,6 +38,9 @@ class WorkerInfo:
     started_at: float = 0.0
     version: str = ""
     mcp_port: int = 0  # the MCP endpoint the bridges connect to (worker/api/mcp_endpoint.py)
+    # How clients name projects (memory_anchor/projects.py): "remote" on a team database, whose
+    # developers' clones of one repository sit in different directories.
+    project_names: str = "path"
 
     @property
     def url(self) -> str:
@@ -181,6 +184,6 @@ def stop(data_dir: Path, *, wait: float = 15.0) -> bool:
     return True
 
 
-def new_info(port: int, token: str, host: str, mcp_port: int = 0) -> WorkerInfo:
+def new_info(port: int, token: str, host: str, mcp_port: int = 0, project_names: str = "path") -> WorkerInfo:
     return WorkerInfo(pid=os.getpid(), port=port, token=token, host=host, started_at=time.time(), version=__version__,
-                      mcp_port=mcp_port)  # fmt: skip
+                      mcp_port=mcp_port, project_names=project_names)  # fmt: skip

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from memory_anchor import paths
+from memory_anchor import paths, projects
 from memory_anchor.settings import Settings
 from worker.capture.inbox import Arrival, Inbox
 from worker.capture.sanitize import sanitize_event
@@ -177,6 +177,15 @@ class Services:
     def shared_store(self) -> bool:
         """Whether the memory lives apart from capture (a team database)."""
         return self.db is not self.capture_db
+
+    @property
+    def project_names(self) -> str:
+        """How projects are named (memory_anchor/projects.py): by their git remote on a team
+        database, where each developer's clone sits in a directory of its own; else by path."""
+        return projects.BY_REMOTE if self.shared_store else projects.BY_PATH
+
+    def project_for_cwd(self, cwd: str | None) -> str:
+        return projects.project_for_cwd(cwd, self.project_names)
 
     def store_unreachable(self) -> str | None:
         """None when the memory can be read and written now, else why not (may ask the server)."""

@@ -67,9 +67,7 @@ def _project(args: argparse.Namespace) -> str:
         return ""
     if getattr(args, "project", None):
         return args.project
-    from memory_anchor.projects import project_for_cwd
-
-    return project_for_cwd(os.getcwd())
+    return client(args).project_for_cwd(os.getcwd())
 
 
 def _line(item: dict) -> str:

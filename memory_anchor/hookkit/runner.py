@@ -168,7 +168,7 @@ class Hook:
         from memory_anchor.projects import project_for_cwd
 
         cwd = self.payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        return project_for_cwd(str(cwd))
+        return project_for_cwd(str(cwd), self.info.project_names if self.info else "path")
 
 
 def emit_context(event: str, context: str, user_message: str | None = None) -> None:

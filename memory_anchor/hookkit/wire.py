@@ -18,11 +18,11 @@ _URL_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 class WorkerInfo:
     """Where the running worker listens (REST `port`, MCP endpoint `mcp_port`) and the bearer token it expects."""
 
-    __slots__ = ("host", "port", "token", "pid", "version", "mcp_port")
+    __slots__ = ("host", "port", "token", "pid", "version", "mcp_port", "project_names")
 
     def __init__(
         self, host: str, port: int, token: str, pid: int | None = None, version: str | None = None,
-        mcp_port: int | None = None,
+        mcp_port: int | None = None, project_names: str = "path",
     ):  # fmt: skip
         self.host = host
         self.port = port
@@ -30,6 +30,7 @@ class WorkerInfo:
         self.pid = pid
         self.version = version
         self.mcp_port = mcp_port
+        self.project_names = project_names  # memory_anchor/projects.py: "path" or "remote"
 
 
 def _quick_scalar(text: str, key: str):
@@ -60,9 +61,9 @@ def _quick_scalar(text: str, key: str):
 
 def parse_worker_info(text: str) -> WorkerInfo | None:
     """worker.json's content → WorkerInfo; None when it lacks a port or token."""
-    keys = ("port", "token", "host", "pid", "version", "mcp_port")
+    keys = ("port", "token", "host", "pid", "version", "mcp_port", "project_names")
     try:
-        port, token, host, pid, version, mcp_port = (_quick_scalar(text, key) for key in keys)
+        port, token, host, pid, version, mcp_port, project_names = (_quick_scalar(text, key) for key in keys)
     except ValueError:
         import json
 
@@ -72,7 +73,7 @@ def parse_worker_info(text: str) -> WorkerInfo | None:
             return None
         if not isinstance(data, dict):
             return None
-        port, token, host, pid, version, mcp_port = (data.get(key) for key in keys)
+        port, token, host, pid, version, mcp_port, project_names = (data.get(key) for key in keys)
     if not isinstance(port, int) or not isinstance(token, str) or not token:
         return None
     return WorkerInfo(
@@ -82,6 +83,7 @@ def parse_worker_info(text: str) -> WorkerInfo | None:
         pid if isinstance(pid, int) else None,
         version if isinstance(version, str) else None,
         mcp_port if isinstance(mcp_port, int) and mcp_port > 0 else None,
+        project_names if isinstance(project_names, str) and project_names else "path",
     )
 
 

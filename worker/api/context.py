@@ -6,7 +6,6 @@ import asyncio
 
 from aiohttp import web
 
-from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.events import RecallRequest
 from worker.api.middleware import read_json_object
 from worker.api.openapi import request_model
@@ -22,7 +21,7 @@ routes = web.RouteTableDef()
 async def get_context(request: web.Request) -> web.Response:
     """The text SessionStart injects for `project` (or `cwd`), within the token budget."""
     services = request.app["services"]
-    project = request.query.get("project") or project_for_cwd(request.query.get("cwd"))
+    project = request.query.get("project") or services.project_for_cwd(request.query.get("cwd"))
     session_id = request.query.get("session_id") or None
     if session_id and _may_branch(services, request.query.get("source", "startup")):
         await _wait_for_session(services, session_id)

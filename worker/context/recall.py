@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.events import RecallRequest
 from worker.context.knowledge import LABELS
 from worker.context.layers import STANDING, standing_facts
@@ -31,7 +30,7 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
     settings = services.settings
     if not settings.prompt_recall or len(request.prompt.split()) < 3 and len(terms(request.prompt)) < 3:
         return {"context": "", "results": []}
-    project = request.project or project_for_cwd(request.cwd)
+    project = request.project or services.project_for_cwd(request.cwd)
     branch = services.session_branch(request.session_id) if request.session_id else None
     conn = services.db.reader()
     view = resolve_view(conn, branch or settings.default_branch)

@@ -32,7 +32,7 @@ class Sessions:
         row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-            project = project_for_cwd(cwd)
+            project = self.services.project_for_cwd(cwd)
             branch = self.choose_branch(conn, event)
             conn.execute(
                 """INSERT INTO sessions(session_id, project, cwd, branch, agent_id, transcript_path, source,
@@ -51,7 +51,8 @@ class Sessions:
         session = dict(conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone())
         session["branch"] = self._write_branch(conn, session)
         patterns = self.services.settings.excluded_projects
-        session["excluded"] = bool(patterns) and is_excluded(session["project"], patterns)
+        # Exclusions name directories on this machine (the project's name may be its git remote).
+        session["excluded"] = bool(patterns) and is_excluded(project_for_cwd(session["cwd"]) or session["project"], patterns)
         return session
 
     @staticmethod
