@@ -176,3 +176,16 @@ def member_url(cluster: Cluster, database: str, role: str) -> str:
     with psycopg.connect(cluster.url(database), autocommit=True) as conn:
         add_member(conn, role)
     return cluster.url(database, user=role)
+
+
+def database_owned_by_a_non_superuser(cluster: Cluster, role: str) -> tuple[str, str]:
+    """(database, its owner's URL) as on a managed PostgreSQL: the owner may create roles, nothing more."""
+    import psycopg
+
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+        conn.execute(f'CREATE ROLE "{role}" LOGIN CREATEROLE')
+    database = cluster.create_database()
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" OWNER TO "{role}"')
+    return database, cluster.url(database, user=role)

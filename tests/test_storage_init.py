@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from memory_anchor.cli.main import main
-from tests.postgres import free_port
+from tests.postgres import database_owned_by_a_non_superuser, free_port
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -102,13 +102,7 @@ def test_the_storage_url_setting_is_empty_or_a_postgresql_url(monkeypatch, tmp_p
 
 def test_an_owner_who_is_not_a_superuser_can_init_and_add_members(postgres_cluster, capsys):
     """As on a managed PostgreSQL: the team's database belongs to a role with CREATEROLE only."""
-    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
-        conn.execute("DROP ROLE IF EXISTS team_owner")
-        conn.execute("CREATE ROLE team_owner LOGIN CREATEROLE")
-    database = postgres_cluster.create_database()
-    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
-        conn.execute(f'ALTER DATABASE "{database}" OWNER TO team_owner')
-    owner = postgres_cluster.url(database, user="team_owner")
+    database, owner = database_owned_by_a_non_superuser(postgres_cluster, "team_owner")
     try:
         assert run(capsys, "storage", "init", owner)[0] == 0
         assert run(capsys, "storage", "add-member", "erin", "--url", owner)[0] == 0

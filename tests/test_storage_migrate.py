@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from tests.conftest import ROOT, start_worker
-from tests.postgres import init_team_database, member_url
+from tests.postgres import database_owned_by_a_non_superuser, init_team_database, member_url
 from tests.test_portability import add, every_read, export_text, fill, rows_of
 from worker.store.db import Database
 from worker.store.postgres.database import PostgresDatabase
@@ -180,13 +180,7 @@ def test_an_owner_who_is_not_a_superuser_migrates(source, postgres_cluster):
     """As on a managed PostgreSQL: the owner has CREATEROLE only, and lifts its tables' FORCE for the
     migration's transaction alone; the member then reads the memory, and the owner still reads nothing."""
     data_dir, plan, _answers, export = source
-    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
-        conn.execute("DROP ROLE IF EXISTS migrating_owner")
-        conn.execute("CREATE ROLE migrating_owner LOGIN CREATEROLE")
-    database = postgres_cluster.create_database()
-    with psycopg.connect(postgres_cluster.url(), autocommit=True) as conn:
-        conn.execute(f'ALTER DATABASE "{database}" OWNER TO migrating_owner')
-    owner = postgres_cluster.url(database, user="migrating_owner")
+    database, owner = database_owned_by_a_non_superuser(postgres_cluster, "migrating_owner")
     try:
         cli = [sys.executable, "-m", "memory_anchor.cli.main", "storage"]
         for step in (["init", owner], ["add-member", "fran", "--url", owner]):
