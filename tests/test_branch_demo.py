@@ -18,10 +18,13 @@ import sys
 import urllib.parse
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memory_anchor import paths
+
+pytestmark = pytest.mark.both_backends
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "/tmp/status-code-demo"

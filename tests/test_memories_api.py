@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 
 def add(worker, **body):
     return worker.post("/api/v1/memories", body)["results"]
