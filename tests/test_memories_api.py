@@ -36,6 +36,19 @@ def test_infer_without_a_key_falls_back_to_storing_the_text(shared_worker):
     assert shared_worker.get(f"/api/v1/memories/{results[0]['id']}")["memory"] == "The CI runs on Tuesdays at noon"
 
 
+def test_a_nul_character_is_stored_not_refused(shared_worker, worker_backend):
+    # SQLite keeps U+0000; PostgreSQL's text and jsonb cannot hold it, so the team store keeps U+FFFD.
+    kept = "\x00" if worker_backend == "sqlite" else "\ufffd"
+    added = add(shared_worker, content="find -print0 gave a\x00b", metadata={"raw": "c\x00d", "code": "\\u0000"},
+                user_id="nul-user", infer=False)  # fmt: skip
+    stored = shared_worker.get(f"/api/v1/memories/{added[0]['id']}")
+    assert stored["memory"] == f"find -print0 gave a{kept}b"
+    assert stored["metadata"]["raw"] == f"c{kept}d"
+    assert stored["metadata"]["code"] == "\\u0000", "a backslash and 'u0000' are not a NUL"
+    status, body = shared_worker.request("GET", "/api/v1/memories?user_id=nul-user&as_of=snap%00shot")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
 def test_search_is_scoped_by_user_and_finds_by_meaning(shared_worker):
     add(shared_worker, content="Bob's favourite database is PostgreSQL", user_id="bob-2", infer=False)
     add(shared_worker, content="Bob walks his dog every morning", user_id="bob-2", infer=False)

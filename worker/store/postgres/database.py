@@ -81,7 +81,7 @@ class Connection:
         cursor = self.raw.cursor()
         try:
             # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
-            return cursor.execute(to_psycopg(sql), tuple(params or ()))
+            return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in params or ()))
         except psycopg.Error as exc:
             _raise_if_unreachable(exc)
             raise
@@ -191,6 +191,13 @@ class PostgresDatabase:
                 self.pool.putconn(raw)
             self._readers.clear()
         self.pool.close()
+
+
+def _storable(value: Any) -> Any:
+    """PostgreSQL's text cannot hold U+0000, which SQLite keeps and captured tool output carries
+    (binary files, `\\0`-separated listings): it becomes U+FFFD, the replacement character, so the
+    event is stored rather than quarantined, and a lookup by such a name finds nothing, as on SQLite."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
 def _raise_if_unreachable(exc: psycopg.Error) -> None:
