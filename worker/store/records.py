@@ -163,9 +163,13 @@ def _json_column(conn, value: Any) -> str:
 
 
 def ensure_writable(conn: sqlite3.Connection, branch: str) -> None:
-    """Refuse a write to an archived branch: archiving makes a branch read-only."""
+    """Refuse a write to a branch that does not exist (PostgreSQL's foreign key would refuse it with
+    a driver error; SQLite's records table has none and kept the row on no branch), or to an
+    archived one: archiving makes a branch read-only."""
     row = conn.execute("SELECT status FROM branches WHERE name = ?", (branch,)).fetchone()
-    if row is not None and row[0] == "archived":
+    if row is None:
+        raise NotFound(f"branch {branch!r} does not exist")
+    if row[0] == "archived":
         raise RecordError(
             f"branch {branch!r} is archived, so it is read-only; restore it first "
             f"(`memory-anchor branch restore {branch}`, or PATCH /api/v1/branches/{branch} with status=active)",
