@@ -49,6 +49,18 @@ def test_a_nul_character_is_stored_not_refused(shared_worker, worker_backend):
     assert status == 404 and body["error"]["code"] == "not_found"
 
 
+def test_reindex_rebuilds_the_local_index_and_is_refused_on_team_storage(shared_worker, worker_backend):
+    add(shared_worker, content="the reindexed note about parsers", user_id="reindex-user", infer=False)
+    status, body = shared_worker.request("POST", "/api/v1/admin/reindex", {})
+    if worker_backend == "sqlite":
+        assert status == 200 and body["indexed"] >= 1
+    else:  # the vectors are the team database's, shared by every member's worker
+        assert status == 409 and body["error"]["code"] == "team_storage"
+    hits = shared_worker.post("/api/v1/memories/search", {"query": "reindexed parsers note",
+                                                         "filters": {"user_id": "reindex-user"}})["results"]  # fmt: skip
+    assert [h["memory"] for h in hits] == ["the reindexed note about parsers"]
+
+
 def test_search_is_scoped_by_user_and_finds_by_meaning(shared_worker):
     add(shared_worker, content="Bob's favourite database is PostgreSQL", user_id="bob-2", infer=False)
     add(shared_worker, content="Bob walks his dog every morning", user_id="bob-2", infer=False)
