@@ -114,6 +114,17 @@ def test_update_writes_a_version_and_history_lists_them_all(shared_worker):
     assert all(v["actor"] and v["created_at"] for v in history)
 
 
+def test_metadata_private_on_a_later_version(shared_worker, worker_backend):
+    memory_id = add(shared_worker, content="The staging host is db-2", user_id="privacy", infer=False)[0]["id"]
+    status, body = shared_worker.request("PUT", f"/api/v1/memories/{memory_id}",
+                                         {"text": "The staging password is hunter2", "metadata": {"private": True}})  # fmt: skip
+    if worker_backend == "sqlite":  # one person's memory: `private` is just metadata
+        assert status == 200 and body["metadata"]["private"] is True
+    else:  # the team database fixes a record's privacy by its first version: shared stays shared
+        assert status == 409 and body["error"]["code"] == "privacy_fixed" and "first version" in body["error"]["message"]
+        assert shared_worker.get(f"/api/v1/memories/{memory_id}")["memory"] == "The staging host is db-2"
+
+
 def test_delete_hides_the_memory_but_keeps_its_history(shared_worker):
     memory_id = add(shared_worker, content="Temporary note about flaky test", user_id="del", infer=False)[0]["id"]
     assert shared_worker.request("DELETE", f"/api/v1/memories/{memory_id}")[0] == 200

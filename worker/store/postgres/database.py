@@ -36,6 +36,10 @@ from worker.store.postgres.connect import (
 )
 from worker.store.postgres.placeholders import to_psycopg
 from worker.store.postgres.schema import MIGRATIONS, WRITE_ORDER_LOCK, applied_migrations
+from worker.store.records import RecordError
+
+# The records trigger's words when a later version asks for other privacy than the first's.
+PRIVACY_FIXED = "privacy is fixed by its first version"
 
 POOL_MAX_SIZE = 16
 
@@ -82,6 +86,15 @@ class Connection:
         try:
             # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
             return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in params or ()))
+        except psycopg.errors.CheckViolation as exc:
+            # The team database fixes a record's privacy by its first version (postgres/schema.py):
+            # asking to change it is the request's to correct, not an internal error.
+            if PRIVACY_FIXED in str(exc):
+                raise RecordError(
+                    f"{exc.diag.message_primary}; write a new memory to share or hide it",
+                    code="privacy_fixed", status=409,
+                ) from exc  # fmt: skip
+            raise
         except psycopg.Error as exc:
             _raise_if_unreachable(exc)
             raise
