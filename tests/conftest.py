@@ -189,18 +189,62 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module marked `both_backends` runs each test that starts a worker once per storage backend;
+    module scope, so a module's shared worker is started once per backend, not once per test."""
+    if metafunc.definition.get_closest_marker("both_backends") and "worker_backend" in metafunc.fixturenames:
+        metafunc.parametrize("worker_backend", BACKENDS, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def worker_backend(request) -> str:
+    """Where the suite's workers keep their records: "sqlite" (the data dir) unless the module is
+    marked `both_backends`."""
+    return getattr(request, "param", "sqlite")
+
+
+def _start_on(request, backend: str, data_dir: Path) -> RunningWorker:
+    """A worker on `backend`, checked to be there: a test run "on postgres" really ran on it."""
+    running = start_worker(data_dir, env=_backend_env(request, backend, data_dir))
+    store = running.get("/api/v1/status")["store"]
+    if store["backend"] != {"sqlite": "sqlite", "postgres": "postgresql"}[backend] or not store["reachable"]:
+        running.stop()
+        raise AssertionError(f"the worker for {backend} runs on {store}")
+    return running
+
+
+def _backend_env(request, backend: str, data_dir: Path) -> dict[str, str] | None:
+    """The worker's environment for `backend`: on "postgres" a fresh team database, copied from the
+    session's template, reached as the member role "dev" (row-level security in force), dropped
+    when `request`'s scope ends."""
+    if backend == "sqlite":
+        return None
+    from tests.postgres import init_team_database, member_url
+
+    cluster = request.getfixturevalue("postgres_cluster")
+    name = init_team_database(cluster)
+    request.addfinalizer(lambda: cluster.drop_database(name))
+    return worker_env(data_dir, MEMORY_ANCHOR_STORAGE_URL=member_url(cluster, name, "dev"))
+
+
 @pytest.fixture
-def worker(tmp_path: Path):
-    """A fresh worker with an empty data dir, stopped after the test."""
-    running = start_worker(tmp_path / "data")
+def worker(request, tmp_path: Path, worker_backend: str):
+    """A fresh worker with an empty data dir (and on "postgres" an empty team database), stopped
+    after the test."""
+    data_dir = tmp_path / "data"
+    running = _start_on(request, worker_backend, data_dir)
     yield running
     running.stop()
 
 
 @pytest.fixture(scope="module")
-def shared_worker(tmp_path_factory):
+def shared_worker(request, tmp_path_factory, worker_backend: str):
     """One worker for a whole test module (faster; tests must scope their data)."""
-    running = start_worker(tmp_path_factory.mktemp("shared") / "data")
+    data_dir = tmp_path_factory.mktemp("shared") / "data"
+    running = _start_on(request, worker_backend, data_dir)
     yield running
     running.stop()
 

@@ -18,10 +18,13 @@ import sys
 import urllib.parse
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memory_anchor import paths
+
+pytestmark = pytest.mark.both_backends
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "/tmp/status-code-demo"
@@ -160,6 +163,11 @@ def test_rest_errors_are_clear(worker):
     assert status == 400 and "as_of" in body["error"]["message"]
     status, body = worker.request("POST", "/api/v1/snapshots", {"label": "42"})
     assert status == 400 and "digits" in body["error"]["message"]
+    # A write to a branch that does not exist is refused, never kept on no branch (nor a 500 on PostgreSQL).
+    status, body = worker.request("POST", "/api/v1/observations", {"summary": "lost", "branch": "no-such-branch"})
+    assert status == 404 and "no-such-branch" in body["error"]["message"]
+    status, body = worker.request("POST", "/api/v1/memories", {"content": "lost", "infer": False, "branch": "no-such-branch"})
+    assert status == 404 and "no-such-branch" in body["error"]["message"]
 
 
 def test_an_archived_branch_refuses_writes_and_its_session_writes_to_the_parent(worker):

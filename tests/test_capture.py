@@ -225,6 +225,23 @@ def test_a_spooled_line_is_cut_at_newlines_only(tmp_path):
     assert [r["line"] for r in rejected] == ["\x00torn\rgarbage"]
 
 
+@pytest.mark.both_backends
+def test_a_nul_in_a_captured_prompt_is_stored_not_quarantined(shared_worker, worker_backend):
+    sid = f"s-nul-{uuid.uuid4().hex[:8]}"
+    before = shared_worker.get("/api/v1/status")["inbox"].get("quarantined", 0)
+    event = {"session_id": sid, "cwd": "/tmp/nul", "hook_event_name": "UserPromptSubmit", "prompt": "binary \x00 output"}
+    shared_worker.post("/api/v1/events", event, expect=202)
+
+    def timeline():
+        return shared_worker.get(f"/api/v1/timeline?session_id={sid}")["results"]
+
+    wait_for(lambda: timeline() or shared_worker.get("/api/v1/status")["inbox"].get("quarantined", 0) > before,
+             what="the prompt stored or quarantined")  # fmt: skip
+    kept = "\x00" if worker_backend == "sqlite" else "\ufffd"  # PostgreSQL's text cannot hold U+0000
+    assert [r["title"] for r in timeline()] == [f"binary {kept} output"]
+    assert shared_worker.get("/api/v1/status")["inbox"].get("quarantined", 0) == before
+
+
 def test_an_agent_can_write_an_observation_on_purpose(shared_worker):
     answer = shared_worker.post(
         "/api/v1/observations",

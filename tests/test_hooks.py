@@ -259,6 +259,7 @@ def test_spooled_events_reach_the_worker_the_hook_starts(tmp_path):
         os.kill(pid, 15)
 
 
+@pytest.mark.both_backends  # the context comes from storage
 def test_session_start_prints_the_workers_context(worker):
     cwd = str(ROOT)
     result = run_hook("SessionStart", base_payload("SessionStart", "ss1", cwd, source="startup"), hook_env(worker.data_dir))
@@ -288,6 +289,7 @@ def test_session_start_without_worker_or_environment_says_memory_is_being_set_up
     assert "installing itself" in output["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.both_backends  # the context comes from storage
 def test_user_prompt_submit_adds_relevant_memories_and_is_quiet_otherwise(worker):
     cwd = str(ROOT)
     worker.post(

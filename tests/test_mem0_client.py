@@ -21,6 +21,8 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-home-"))
 from mem0 import AsyncMemoryClient, MemoryClient  # noqa: E402
 from mem0.exceptions import MemoryNotFoundError, ValidationError  # noqa: E402
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture(scope="module")
 def client(shared_worker):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 
 def add(worker, **body):
     return worker.post("/api/v1/memories", body)["results"]
@@ -32,6 +34,31 @@ def test_infer_without_a_key_falls_back_to_storing_the_text(shared_worker):
     results = add(shared_worker, content="The CI runs on Tuesdays at noon", user_id="infer-user")
     assert len(results) == 1 and results[0]["event"] == "ADD"
     assert shared_worker.get(f"/api/v1/memories/{results[0]['id']}")["memory"] == "The CI runs on Tuesdays at noon"
+
+
+def test_a_nul_character_is_stored_not_refused(shared_worker, worker_backend):
+    # SQLite keeps U+0000; PostgreSQL's text and jsonb cannot hold it, so the team store keeps U+FFFD.
+    kept = "\x00" if worker_backend == "sqlite" else "\ufffd"
+    added = add(shared_worker, content="find -print0 gave a\x00b", metadata={"raw": "c\x00d", "code": "\\u0000"},
+                user_id="nul-user", infer=False)  # fmt: skip
+    stored = shared_worker.get(f"/api/v1/memories/{added[0]['id']}")
+    assert stored["memory"] == f"find -print0 gave a{kept}b"
+    assert stored["metadata"]["raw"] == f"c{kept}d"
+    assert stored["metadata"]["code"] == "\\u0000", "a backslash and 'u0000' are not a NUL"
+    status, body = shared_worker.request("GET", "/api/v1/memories?user_id=nul-user&as_of=snap%00shot")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_reindex_rebuilds_the_local_index_and_is_refused_on_team_storage(shared_worker, worker_backend):
+    add(shared_worker, content="the reindexed note about parsers", user_id="reindex-user", infer=False)
+    status, body = shared_worker.request("POST", "/api/v1/admin/reindex", {})
+    if worker_backend == "sqlite":
+        assert status == 200 and body["indexed"] >= 1
+    else:  # the vectors are the team database's, shared by every member's worker
+        assert status == 409 and body["error"]["code"] == "team_storage"
+    hits = shared_worker.post("/api/v1/memories/search", {"query": "reindexed parsers note",
+                                                         "filters": {"user_id": "reindex-user"}})["results"]  # fmt: skip
+    assert [h["memory"] for h in hits] == ["the reindexed note about parsers"]
 
 
 def test_search_is_scoped_by_user_and_finds_by_meaning(shared_worker):
@@ -85,6 +112,17 @@ def test_update_writes_a_version_and_history_lists_them_all(shared_worker):
     assert [v["memory"] for v in history] == ["The API listens on port 8080", "The API listens on port 9090"]
     assert [v["version"] for v in history] == [1, 2]
     assert all(v["actor"] and v["created_at"] for v in history)
+
+
+def test_metadata_private_on_a_later_version(shared_worker, worker_backend):
+    memory_id = add(shared_worker, content="The staging host is db-2", user_id="privacy", infer=False)[0]["id"]
+    status, body = shared_worker.request("PUT", f"/api/v1/memories/{memory_id}",
+                                         {"text": "The staging password is hunter2", "metadata": {"private": True}})  # fmt: skip
+    if worker_backend == "sqlite":  # one person's memory: `private` is just metadata
+        assert status == 200 and body["metadata"]["private"] is True
+    else:  # the team database fixes a record's privacy by its first version: shared stays shared
+        assert status == 409 and body["error"]["code"] == "privacy_fixed" and "first version" in body["error"]["message"]
+        assert shared_worker.get(f"/api/v1/memories/{memory_id}")["memory"] == "The staging host is db-2"
 
 
 def test_delete_hides_the_memory_but_keeps_its_history(shared_worker):

@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 AGENT = {"X-Memory-Anchor-Agent": "claude-code"}
 PROJECT = "/tmp/ma-memory-api"
 

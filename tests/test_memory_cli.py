@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "/tmp/ma-cli-project"
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def worker(shared_worker):

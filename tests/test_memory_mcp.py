@@ -7,8 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+pytestmark = pytest.mark.both_backends
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -93,6 +93,7 @@ def _counts(result: dict) -> dict[str, int]:
     return {f["code"] + " " + f["title"]: f["count"] for f in result["failures"]}
 
 
+@pytest.mark.both_backends
 def test_schemathesis_finds_nothing(worker, tmp_path):
     worker.post("/api/v1/memories", {"content": "The API is fuzzed with schemathesis", "infer": False})
     result = _schemathesis(worker, tmp_path / "strict.json")

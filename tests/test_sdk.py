@@ -14,6 +14,8 @@ from memory_anchor.client import WorkerError
 from tests.conftest import ROOT
 from worker import lifecycle
 
+pytestmark = pytest.mark.both_backends
+
 
 def test_memory_starts_the_worker_and_speaks_mem0(tmp_path, monkeypatch):
     for key in [k for k in os.environ if k.startswith(("ANTHROPIC_", "CLAUDE_"))]:

@@ -210,9 +210,11 @@ def test_a_shared_record_cannot_be_made_private_by_a_later_version(team):
     try:
         with store.transaction() as conn:
             fact = Records.put(conn, "fact", "the staging database is db-2")
-        with pytest.raises(errors.CheckViolation, match="privacy is fixed by its first version"):
+        # The store says so as a request's error (the API's 409), not as a driver's.
+        with pytest.raises(RecordError, match="privacy is fixed by its first version") as refused:
             with store.transaction() as conn:
                 Records.update(conn, fact["id"], text="the staging password is hunter2", metadata={"private": True})
+        assert (refused.value.status, refused.value.code) == (409, "privacy_fixed")
     finally:
         store.close()
     with psycopg.connect(team["alice"], autocommit=True) as alice:  # nor by writing the column itself

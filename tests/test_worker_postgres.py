@@ -207,3 +207,33 @@ def test_mem0_add_update_and_search_through_a_worker_on_postgres(tmp_path, team)
         assert [m["id"] for m in found["results"]][:1] == [memory_id]
     finally:
         worker.stop()
+
+
+def test_a_member_cannot_delete_what_another_member_made_through_the_api(tmp_path, postgres_cluster, team):
+    """Two developers' workers on one team database: what differs from a worker alone on SQLite,
+    where every branch and snapshot is one's own."""
+    owner_url, _ = team
+    name = owner_url.rsplit("/", 1)[1]
+    workers = {
+        who: start_worker(tmp_path / who, env=worker_env(
+            tmp_path / who, MEMORY_ANCHOR_STORAGE_URL=member_url(postgres_cluster, name, who)))
+        for who in ("alice", "bob")
+    }  # fmt: skip
+    alice, bob = workers["alice"], workers["bob"]
+    try:
+        alice.post("/api/v1/branches", {"name": "alice-idea"}, expect=201)
+        alice.post("/api/v1/memories", {"content": "cache the parser tables", "infer": False, "branch": "alice-idea"})
+        alice.post("/api/v1/snapshots", {"label": "alice-checkpoint"}, expect=201)
+        # Bob sees both and may write on her branch, but deleting them is hers alone: a 403 that says whose.
+        assert "alice-idea" in {b["name"] for b in bob.get("/api/v1/branches")["results"]}
+        status, body = bob.request("DELETE", "/api/v1/branches/alice-idea")
+        assert status == 403 and body["error"]["code"] == "not_branch_author" and "alice" in body["error"]["message"]
+        status, body = bob.request("DELETE", "/api/v1/snapshots/alice-checkpoint")
+        assert status == 403 and body["error"]["code"] == "not_snapshot_author"
+        assert [m["memory"] for m in bob.get("/api/v1/memories?branch=alice-idea")["results"]] == ["cache the parser tables"]
+        assert alice.request("DELETE", "/api/v1/branches/alice-idea")[0] == 200
+        status, _ = bob.request("GET", "/api/v1/memories?branch=alice-idea")
+        assert status == 404
+    finally:
+        for worker in workers.values():
+            worker.stop()

@@ -150,10 +150,26 @@ def _write_time(conn: sqlite3.Connection) -> float:
     return getattr(conn, "transaction_started_at", None) or time.time()
 
 
+# JSON's escape for U+0000, not preceded by an escaped backslash (`\\u0000` is a backslash and "u0000").
+_ESCAPED_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _json_column(conn, value: Any) -> str:
+    """A data or metadata column's JSON text. On PostgreSQL U+0000 becomes U+FFFD, as in every
+    string the store sends there (postgres/database.py): the privacy trigger reads metadata as
+    jsonb, which refuses the escaped NUL that SQLite's JSON keeps."""
+    text = json.dumps(value or {}, ensure_ascii=False, default=str)
+    return _ESCAPED_NUL.sub(r"\1\\ufffd", text) if dialect_of(conn) == POSTGRES and "\\u0000" in text else text
+
+
 def ensure_writable(conn: sqlite3.Connection, branch: str) -> None:
-    """Refuse a write to an archived branch: archiving makes a branch read-only."""
+    """Refuse a write to a branch that does not exist (PostgreSQL's foreign key would refuse it with
+    a driver error; SQLite's records table has none and kept the row on no branch), or to an
+    archived one: archiving makes a branch read-only."""
     row = conn.execute("SELECT status FROM branches WHERE name = ?", (branch,)).fetchone()
-    if row is not None and row[0] == "archived":
+    if row is None:
+        raise NotFound(f"branch {branch!r} does not exist")
+    if row[0] == "archived":
         raise RecordError(
             f"branch {branch!r} is archived, so it is read-only; restore it first "
             f"(`memory-anchor branch restore {branch}`, or PATCH /api/v1/branches/{branch} with status=active)",
@@ -370,8 +386,8 @@ class Records:
         row["text"] = row["text"] or ""
         row["project"] = row["project"] or ""
         row["status"] = row["status"] or "active"
-        row["data"] = json.dumps(row["data"] or {}, ensure_ascii=False, default=str)
-        row["metadata"] = json.dumps(row["metadata"] or {}, ensure_ascii=False, default=str)
+        row["data"] = _json_column(conn, row["data"])
+        row["metadata"] = _json_column(conn, row["metadata"])
         row["happened_at"] = float(row["happened_at"]) if row["happened_at"] is not None else now
         columns = ["id", "version", "branch", "op", "actor", "reason", "created_at", "content_hash", *WRITABLE]
         params = [record_id, version, branch, op, actor, reason, now, content_hash(row["text"])]

@@ -36,6 +36,10 @@ from worker.store.postgres.connect import (
 )
 from worker.store.postgres.placeholders import to_psycopg
 from worker.store.postgres.schema import MIGRATIONS, WRITE_ORDER_LOCK, applied_migrations
+from worker.store.records import RecordError
+
+# The records trigger's words when a later version asks for other privacy than the first's.
+PRIVACY_FIXED = "privacy is fixed by its first version"
 
 POOL_MAX_SIZE = 16
 
@@ -81,7 +85,16 @@ class Connection:
         cursor = self.raw.cursor()
         try:
             # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
-            return cursor.execute(to_psycopg(sql), tuple(params or ()))
+            return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in params or ()))
+        except psycopg.errors.CheckViolation as exc:
+            # The team database fixes a record's privacy by its first version (postgres/schema.py):
+            # asking to change it is the request's to correct, not an internal error.
+            if PRIVACY_FIXED in str(exc):
+                raise RecordError(
+                    f"{exc.diag.message_primary}; write a new memory to share or hide it",
+                    code="privacy_fixed", status=409,
+                ) from exc  # fmt: skip
+            raise
         except psycopg.Error as exc:
             _raise_if_unreachable(exc)
             raise
@@ -191,6 +204,13 @@ class PostgresDatabase:
                 self.pool.putconn(raw)
             self._readers.clear()
         self.pool.close()
+
+
+def _storable(value: Any) -> Any:
+    """PostgreSQL's text cannot hold U+0000, which SQLite keeps and captured tool output carries
+    (binary files, `\\0`-separated listings): it becomes U+FFFD, the replacement character, so the
+    event is stored rather than quarantined, and a lookup by such a name finds nothing, as on SQLite."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
 def _raise_if_unreachable(exc: psycopg.Error) -> None:
