@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from memory_anchor.bench import postgres_cluster
 from tests import postgres
 
 
@@ -17,13 +18,13 @@ def test_the_test_server_listens_on_loopback_only(postgres_cluster, postgres_url
 
 def test_missing_binaries_skip_on_a_developers_machine(monkeypatch):
     monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setattr(postgres, "find_bin_dir", lambda: None)
+    monkeypatch.setattr(postgres_cluster, "find_bin_dir", lambda: None)
     with pytest.raises(pytest.skip.Exception, match="server binaries"):
         postgres.start_cluster()
 
 
 def test_missing_binaries_fail_under_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
-    monkeypatch.setattr(postgres, "find_bin_dir", lambda: None)
+    monkeypatch.setattr(postgres_cluster, "find_bin_dir", lambda: None)
     with pytest.raises(pytest.fail.Exception, match="server binaries"):
         postgres.start_cluster()

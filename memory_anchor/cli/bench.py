@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|context`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|context`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ BENCHES = {
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
     "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
     "redaction": "secret redaction on ordinary text: false positives per MB, MB/s, payloads sanitized per second",
+    "team": "three workers on one PostgreSQL: write throughput, visibility lag, filtered search, nothing lost while down; SQLite beside it",
     "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
 }
 
@@ -82,6 +83,23 @@ def register(sub) -> None:
     redaction.add_argument("--show", type=int, default=30, help="hits listed with their context")
     redaction.set_defaults(handler=_runner("redaction"))
 
+
+    team = which.add_parser(
+        "team", help=BENCHES["team"],
+        description="Starts a throwaway PostgreSQL cluster (or uses --storage-url), runs storage init and add-member "
+        "for three roles, starts three workers on it and one on SQLite, and prints the figures. The default 100,000 "
+        "memories take about half an hour on a 2-core machine (the load, on both backends); `make bench` runs --n 20000.",
+    )  # fmt: skip
+    team.add_argument("--n", type=int, default=100_000, help="memories written (the filtered search runs at this size)")
+    team.add_argument("--probes", type=int, default=50, help="visibility probes (each found by two other workers)")
+    team.add_argument("--events", type=int, default=50, help="hook events posted to each worker while the database is down")
+    team.add_argument("--queries", type=int, default=300, help="filtered searches per backend")
+    team.add_argument("--storage-url", default=None,
+                      help="an existing, empty team database's owner URL (postgresql://OWNER@HOST/DB) instead of a "
+                      "throwaway cluster; members connect without a password, so the server must trust them; "
+                      "the outage is then not measured")  # fmt: skip
+    team.add_argument("--work-dir", type=Path, default=None, help="keep the workers' data dirs here")
+    team.set_defaults(handler=_runner("team"))
 
     context = which.add_parser("context", help=BENCHES["context"])
     context.add_argument("--path", choices=["local", "claude", "both"], default="both",
