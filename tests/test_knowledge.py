@@ -50,11 +50,20 @@ def test_session_outcome_from_headings_bullets_and_sentences():
     assert outcome.next_steps == ["add a regression test", "update the changelog"]
 
 
+def test_labels_inside_a_paragraph_are_not_kept_in_the_outcome():
+    """The briefing says "root cause: …" itself; "root cause: Root cause: …" is a stutter."""
+    outcome = session_outcome("Fixed the flaky checkout test. Root cause: the cart cache was not cleared between "
+                              "tests. Next step: add a cache-reset fixture.")  # fmt: skip
+    assert outcome.done == ["Fixed the flaky checkout test"]
+    assert outcome.root_causes == ["the cart cache was not cleared between tests"]
+    assert outcome.next_steps == ["add a cache-reset fixture"]
+
+
 @pytest.mark.parametrize("message, cause, step", [
     ("根本原因：缓存的 TTL 设置成了 0。\n下一步：给 Redis 加上监控。", "缓存的 TTL 设置成了 0", "给 Redis 加上监控"),
     ("原因は接続プールの上限でした。次は負荷テストを追加します。", "原因は接続プールの上限でした", "次は負荷テストを追加します"),
     ("원인은 타임존 변환 누락이었습니다. 다음 단계: 마이그레이션 스크립트 작성", "원인은 타임존 변환 누락이었습니다",
-     "다음 단계: 마이그레이션 스크립트 작성"),
+     "마이그레이션 스크립트 작성"),
 ])  # fmt: skip
 def test_session_outcome_in_chinese_japanese_korean(message, cause, step):
     outcome = session_outcome(message)

@@ -222,6 +222,11 @@ def session_outcome(message: str) -> Outcome:
             heading_kind = None  # a paragraph ends the list under a heading
         after_heading = False
         for sentence in sentences(line):
+            labelled = _HEADING.match(sentence)
+            label_kind = _heading_kind(labelled.group(1)) if labelled and labelled.group(2).strip() else None
+            if label_kind is not None:  # "… . Root cause: X. Next step: Y." mid-paragraph: keep X and Y, not their labels
+                _add(outcome, label_kind, labelled.group(2))
+                continue
             kind = heading_kind or _kind_of(sentence)
             if kind is not None:
                 _add(outcome, kind, sentence)
