@@ -143,11 +143,10 @@ def test_a_crash_after_a_prompt_was_written_is_replayed_once(tmp_path, storage_u
         services.close()
 
 
+@pytest.mark.parametrize("storage_url", ["postgres"], indirect=True)  # on SQLite a new data dir starts empty
 def test_a_data_dir_started_afresh_does_not_pass_for_the_old_one(tmp_path, storage_url):
     """A new data dir numbers its inbox from 1 again; on the team database its first event (same
     Claude session, resumed) must not be taken for the old inbox's event 1."""
-    if not storage_url:
-        pytest.skip("on SQLite a data dir is its own memory: a new one starts empty")
     prompts = [e for e in _events() if e["hook_event_name"] == "UserPromptSubmit"]
     for n, data_dir in enumerate((tmp_path / "first", tmp_path / "afresh")):
         services = _services(data_dir)

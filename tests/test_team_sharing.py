@@ -15,6 +15,8 @@ from tests.test_projects import clone
 
 RULE = "From now on we always run the linter with --strict before committing."
 PRIVATE = "what does the ZEBRA-42 flag in the billing code do?"
+OUTCOME = ("Fixed the flaky checkout test. Root cause: the cart cache was not cleared between tests. "
+           "Next step: add a cache-reset fixture.")
 
 
 @pytest.fixture
@@ -51,15 +53,20 @@ def test_a_rule_alice_states_is_in_bobs_briefing_from_his_own_clone(tmp_path, tw
 
     env = hook_env(alice.data_dir)
     briefing(alice, "alice-1", str(alice_clone))
-    for prompt in (RULE, PRIVATE):
+    for prompt in (PRIVATE, RULE):
         payload = base_payload("UserPromptSubmit", "alice-1", str(alice_clone / "src"), prompt=prompt)
         assert run_hook("UserPromptSubmit", payload, env).returncode == 0
+    stop = base_payload("Stop", "alice-1", str(alice_clone), stop_hook_active=False,
+                        last_assistant_message=OUTCOME)  # fmt: skip
+    assert run_hook("Stop", stop, env).returncode == 0
 
-    wait_for(lambda: "--strict" in briefing(bob, "bob-1", str(bob_clone)), timeout=60,
-             what="Alice's rule in Bob's briefing")  # fmt: skip
+    wait_for(lambda: "cache-reset" in briefing(bob, "bob-1", str(bob_clone)), timeout=60,
+             what="Alice's session outcome in Bob's briefing")  # fmt: skip
     context = briefing(bob, "bob-2", str(bob_clone))
     assert "github.com/Acme/Shop" in context
-    assert "ZEBRA-42" not in context  # her prompt is raw capture: private to her
+    assert "--strict" in context  # her rule
+    assert "the cart cache was not cleared" in context  # her session's root cause
+    assert "ZEBRA-42" not in context  # her prompt is raw capture: private to her, not quoted by her summary
 
     # Alice sees her own prompt; Bob, asking the store directly, does not.
     def timeline(worker) -> str:

@@ -111,6 +111,11 @@ class Sessions:
 
     def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
         session_id = event.session_id or "unknown"
+        if self.services.shared_store and summary.request:
+            # On a team database a summary is shared while the prompts it quotes are their
+            # author's alone: the team gets the outcome (done, root causes, next), not the asking.
+            summary = summary.model_copy(update={"request": ""})
+            summary.text = summary.render() or "Session with no recorded activity"
         text = summary.text
         data = summary.model_dump()
         record_id = summary_id(session_id)
