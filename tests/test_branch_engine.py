@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_anchor.projects import project_for_cwd
 from memory_anchor.settings import Settings
 from tests.fakes.anthropic_server import json_reply
 from worker.branching import branches as registry
@@ -361,7 +362,7 @@ def test_captured_events_of_an_archived_branch_go_to_its_nearest_writable_ancest
 
     fork(db, "a")
     fork(db, "a/b", parent="a")
-    tracker = Sessions(SimpleNamespace(settings=Settings()))
+    tracker = Sessions(SimpleNamespace(settings=Settings(), shared_store=False, project_for_cwd=project_for_cwd))
 
     def write_branch(session_id: str, header: str | None = None) -> str:
         event = InboxEvent(1, "PostToolUse", session_id, {"cwd": "/tmp/p"}, 0, header, None, 0.0)

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.observations import SessionSummaryDraft
 from memory_anchor.settings import Settings
 from worker.capture.inbox import InboxEvent
@@ -16,7 +17,7 @@ from worker.store.records import Records, resolve_view
 
 @pytest.fixture
 def tracker():
-    return Sessions(SimpleNamespace(settings=Settings()))
+    return Sessions(SimpleNamespace(settings=Settings(), shared_store=False, project_for_cwd=project_for_cwd))
 
 
 def event(name: str, session_id: str = "s1", **payload) -> InboxEvent:
