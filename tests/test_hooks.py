@@ -292,10 +292,13 @@ def test_session_start_without_worker_or_environment_says_memory_is_being_set_up
 @pytest.mark.both_backends  # the context comes from storage
 def test_user_prompt_submit_adds_relevant_memories_and_is_quiet_otherwise(worker):
     cwd = str(ROOT)
+    # Named as the worker names projects (worker.json): on a team database a clone with an
+    # `origin` remote is named by it, as the hook will name it.
+    naming = json.loads((worker.data_dir / "worker.json").read_text())["project_names"]
     worker.post(
         "/api/v1/memories",
         {"content": "The staging database password rotates every Tuesday via vault-rotator", "infer": False,
-         "project": project_for_cwd(cwd)},
+         "project": project_for_cwd(cwd, naming)},
     )  # fmt: skip
     worker.wait_idle()
     env = hook_env(worker.data_dir)
