@@ -220,8 +220,9 @@ class Pipeline:
 
     def _write(self, conn, event: InboxEvent, draft: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """The event's session and records, written in `conn`'s transaction unless a run before
-        already wrote them (then found, not written again)."""
-        earlier = self._written_before(conn, event)
+        already wrote them (then found, not written again). Only two databases can leave records
+        written without their done mark: on one, nothing is looked up."""
+        earlier = self._written_before(conn, event) if self.services.shared_store else None
         if earlier is not None:
             return earlier
         session = self.sessions.touch(conn, event)
