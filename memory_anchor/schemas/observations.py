@@ -132,6 +132,10 @@ class SessionSummaryDraft(BaseModel):
         ]
         return "\n".join(f"{label}: {value}" for label, value in rows if value)
 
+    def rendered_text(self) -> str:
+        """`render()`, or a line saying so when the session recorded nothing."""
+        return self.render() or "Session with no recorded activity"
+
 
 class WriteObservationRequest(BaseModel):
     """`POST /api/v1/observations`: an observation an agent records on purpose.

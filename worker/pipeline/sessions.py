@@ -115,7 +115,7 @@ class Sessions:
             # On a team database a summary is shared while the prompts it quotes are their
             # author's alone: the team gets the outcome (done, root causes, next), not the asking.
             summary = summary.model_copy(update={"request": ""})
-            summary.text = summary.render() or "Session with no recorded activity"
+            summary.text = summary.rendered_text()
         text = summary.text
         data = summary.model_dump()
         record_id = summary_id(session_id)

@@ -789,5 +789,5 @@ def summarize_session(
         next=next_steps,
         distilled_by="local",
     )
-    summary.text = summary.render() or "Session with no recorded activity"
+    summary.text = summary.rendered_text()
     return summary
