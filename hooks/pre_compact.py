@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Claude Code PreCompact hook: lets the worker extract facts from the transcript before compaction.
 
-Standard library only, run as `python3 -S` (see hooks.json); the work is in
-memory_anchor/hookkit/runner.py. Always exits 0, never prints a traceback.
+Standard library only, run with `-S` by hooks/launch.sh (see hooks.json); the work is in
+memory_anchor/hookkit/entry.py and runner.py. Always exits 0, never prints a traceback.
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 try:
-    from memory_anchor.hookkit.runner import main
+    from memory_anchor.hookkit.entry import main
 except BaseException:  # a broken plugin copy must not break the user's session
     sys.exit(0)
 main("PreCompact")

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Claude Code SessionStart hook: prints the memory context (worker, else the cached one).
 
-Standard library only, run as `python3 -S` (see hooks.json); the work is in
-memory_anchor/hookkit/runner.py. Always exits 0, never prints a traceback.
+Standard library only, run with `-S` by hooks/launch.sh (see hooks.json); the work is in
+memory_anchor/hookkit/entry.py and runner.py. Always exits 0, never prints a traceback.
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 try:
-    from memory_anchor.hookkit.runner import main
+    from memory_anchor.hookkit.entry import main
 except BaseException:  # a broken plugin copy (or a too old python3) must not break the session
     print('{"systemMessage": "Memory Anchor is off: its hooks cannot run with this python3 (%s); '
           'run: python3 %s/memory_anchor/doctor.py"}' % (sys.version.split()[0], sys.path[0].replace("\\", "/")))

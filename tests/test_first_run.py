@@ -48,6 +48,7 @@ def machine_env(home: Path, bin_dir: Path, data_dir: Path, **extra: str) -> dict
            if not k.startswith(("MEMORY_ANCHOR_", "CLAUDE_", "PYTHON", "PYENV", "UV_", "XDG_"))}  # fmt: skip
     home.mkdir(parents=True, exist_ok=True)
     env.update(PATH=str(bin_dir), HOME=str(home), MEMORY_ANCHOR_DATA_DIR=str(data_dir))
+    env["MEMORY_ANCHOR_HOOKS_FOREGROUND"] = "1"  # the spool and the worker start, looked at once the hook returns
     env.update(extra)
     return env
 

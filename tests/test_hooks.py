@@ -37,6 +37,9 @@ EVENTS = {
 def hook_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_ANCHOR_", "CLAUDE_", "PYTHON"))}
     env["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
+    # Deliver before exiting, so a test can look at the worker or the spool once the hook
+    # returns; the detached delivery Claude Code gets has tests of its own (test_hook_launch.py).
+    env["MEMORY_ANCHOR_HOOKS_FOREGROUND"] = "1"
     # Never let a unit test start a real environment bootstrap (venv + pip install).
     env.setdefault("MEMORY_ANCHOR_PYTHON", "/bin/true")
     env.update(extra)
@@ -71,7 +74,7 @@ def test_hooks_json_runs_one_stdlib_executable_per_event():
     for event, script in EVENTS.items():
         (entry,) = config[event]
         (command,) = entry["hooks"]
-        assert command["command"] == f'python3 -S "${{CLAUDE_PLUGIN_ROOT}}/hooks/{script}"'
+        assert command["command"] == f'script=hooks/{script}; . "${{CLAUDE_PLUGIN_ROOT}}/hooks/launch.sh"'
         assert command["timeout"] <= 15
         assert os.access(HOOKS / script, os.X_OK)
 
@@ -80,7 +83,7 @@ def test_hooks_import_only_the_standard_library_and_nothing_slow():
     """The whole hook path under `python3 -S`: no site-packages, none of the slow modules."""
     probe = (
         "import sys; sys.argv=['x']; sys.path.insert(0, %r)\n"
-        "import memory_anchor.hookkit.runner\n"
+        "import memory_anchor.hookkit.entry, memory_anchor.hookkit.runner\n"
         "slow = {'json','socket','subprocess','pathlib','typing','urllib','uuid','re','http','pydantic'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in slow))\n"
         "print(any('site-packages' in str(getattr(m, '__file__', '') or '') for m in list(sys.modules.values())))\n"

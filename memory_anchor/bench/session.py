@@ -229,11 +229,16 @@ def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[f
     shim.chmod(0o755)
     env = dict(home.env)
     home.env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
+    # hooks/launch.sh starts the interpreter the hooks remembered, not PATH's python3: name the shim there.
+    remembered = home.plugin_data() / "hook-python"
+    before = remembered.read_bytes() if remembered.exists() else None
+    remembered.write_text(f"{shim}\n")
     try:
         for _ in range(runs):
             home.run(prompt)
     finally:
         home.env = env
+        remembered.write_bytes(before) if before is not None else remembered.unlink()
     times: dict[str, list[float]] = {}
     for line in log.read_text().splitlines() if log.exists() else []:
         name, start, end = line.split()

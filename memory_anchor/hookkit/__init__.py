@@ -1,6 +1,7 @@
 """What the Claude Code hooks run: standard library only, cheap to import.
 
-The executables in `hooks/` are one line each around `runner.main(<event>)`.
+The executables in `hooks/` are one line each around `entry.main(<event>)`, started
+by hooks/launch.sh (which picks the interpreter: `interpreter.py`).
 Every module here is imported by a `python3 -S` process with a budget of a few
 milliseconds, before any virtual environment exists, so none of them may import
 anything slow at module level (json, socket, subprocess, pathlib, typing,
@@ -13,5 +14,7 @@ urllib, uuid): those are imported inside the functions of the slow paths.
 - `bootstrap.py` build/upgrade the plugin's Python environment (a detached process)
 - `pythons.py`   find a Python 3.10+ to build it with (the hooks' python3 may be 3.9)
 - `status.py`    why memory is not working, in one line for the user and one for Claude
-- `runner.py`    one hook invocation: read stdin, deliver or spool, print context
+- `entry.py`     read stdin; events Claude Code does not wait for go on in a detached child
+- `runner.py`    one hook invocation: deliver or spool, print context
+- `interpreter.py` remember the Python behind a `python3` shim, for launch.sh
 """

@@ -1,6 +1,7 @@
 """One hook invocation, whatever the event: deliver the payload, then do the event's extra.
 
-Every event: read the payload from stdin, POST it unchanged to the worker
+Every event (its payload read from stdin by entry.py, which detaches the events
+Claude Code does not wait for): POST it unchanged to the worker
 (`/api/v1/events`, bearer token, event id, branch/agent headers); if the worker
 cannot take it, append it to the spool and start the worker (or the build of
 its environment) in the background.
@@ -18,7 +19,7 @@ import sys
 import time
 
 from memory_anchor import paths
-from memory_anchor.hookkit import jsonlite, spool, wire
+from memory_anchor.hookkit import interpreter, jsonlite, spool, wire
 
 # Seconds. A hook never waits longer than these for the worker (hooks.json's
 # timeouts are a last resort, far above them).
@@ -34,9 +35,6 @@ AGENT_ENV = "MEMORY_ANCHOR_AGENT_ID"
 EVENT_ID_HEADER = "X-Memory-Anchor-Event-Id"
 BRANCH_HEADER = "X-Memory-Anchor-Branch"
 AGENT_HEADER = "X-Memory-Anchor-Agent"
-# Set on the Claude Code sessions the worker itself spawns to distil (worker/llm/claude_cli.py).
-# They run with hooks disabled; this guard holds even if a Claude Code version ignored that.
-SPAWNED_ENV = "MEMORY_ANCHOR_SPAWNED"
 
 
 def plugin_root() -> str:
@@ -292,14 +290,11 @@ def overlaps(event: str, hook: Hook) -> bool:
     return event != "SessionStart" or hook.payload.get("source") != "resume"
 
 
-def main(event: str) -> None:
-    """Run the hook for `event`; returns normally whatever happens (the caller exits 0)."""
-    if os.environ.get(SPAWNED_ENV):
-        return  # our own distilling session: capturing it would feed the worker its own calls
+def run(event: str, raw: bytes) -> None:
+    """Deliver the event read from stdin (entry.py), then do its extra; returns normally whatever happens."""
     data_dir = ""
     try:
         data_dir = paths.data_dir_str()
-        raw = sys.stdin.buffer.read()
         hook = Hook(event, raw, data_dir)
         extra = EXTRAS.get(event)
         pending = hook.send_event()
@@ -312,6 +307,7 @@ def main(event: str) -> None:
             hook.finish_delivery(pending)  # an unreachable worker is started before `extra` waits for it
             if extra is not None:
                 extra(hook)
+        interpreter.remember()
     except BaseException:  # noqa: BLE001 - a hook must never surface an error in the session
         try:
             import traceback

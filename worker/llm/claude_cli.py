@@ -15,7 +15,7 @@ The spawned session is a plain completion, not an agent:
   Claude Code's (a request is ~1.5 KB of overhead, not ~76 KB);
 - nothing in the user's session history (`--no-session-persistence`);
 - `MEMORY_ANCHOR_SPAWNED=1` in its environment, which our hooks check first
-  (memory_anchor/hookkit/runner.py): a second guard should a Claude Code
+  (memory_anchor/hookkit/entry.py): a second guard should a Claude Code
   version ever ignore `disableAllHooks`;
 - Claude Code's own retries are off (`CLAUDE_CODE_MAX_RETRIES=0`): the
   worker's retry policy (worker/llm/client.py) is the only one, as on the SDK path;
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_anchor.hookkit.runner import SPAWNED_ENV
+from memory_anchor.hookkit.entry import SPAWNED_ENV
 
 # Seconds a `claude` process may take to start and load the login, on top of the
 # call's own timeout (it starts in ~1 s; a cold disk or a slow apiKeyHelper is slower).
