@@ -103,12 +103,38 @@ class Settings(BaseModel):
             raise ValueError("storage_url must be empty (SQLite in the data dir) or a postgresql:// URL")
         return value
 
+    def shown(self) -> dict[str, Any]:
+        """Every value as `memory-anchor settings` may print it: a password in `storage_url` masked."""
+        return {**self.model_dump(), "storage_url": without_password(self.storage_url)}
+
     @field_validator("host")
     @classmethod
     def _loopback_only(cls, value: str) -> str:
         if value not in LOOPBACK_HOSTS:
             raise ValueError(f"host must be a loopback address ({', '.join(sorted(LOOPBACK_HOSTS))})")
         return value
+
+
+def without_password(url: str) -> str:
+    """A database URL with its password (in the user part or a `password=` parameter) as ***.
+
+    The README recommends ~/.pgpass or PGPASSWORD, but a URL with a password must still
+    never reach a terminal, a log or a status page in clear.
+    """
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<unparseable URL>"
+    if password is not None:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@"))
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "password" for key, _ in query):
+        masked = [(key, "***" if key == "password" else value) for key, value in query]
+        parts = parts._replace(query=urlencode(masked, safe="*"))
+    return parts.geturl()
 
 
 def _env_overrides() -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import psycopg
 import pytest
 
@@ -86,6 +88,22 @@ def test_a_role_without_rights_is_told_to_use_the_owner(postgres_cluster, postgr
     database = postgres_url.rsplit("/", 1)[1]
     code, _, err = run(capsys, "storage", "init", postgres_cluster.url(database, user="nobody_special"))
     assert code == 1 and "lacks the right" in err and "database owner" in err
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://alice:s3cret@db.internal:5432/team", "postgresql://alice@db.internal/team?password=s3cret&sslmode=require"],
+)
+def test_settings_never_print_a_password_in_the_storage_url(url, monkeypatch, tmp_path, capsys):
+    """The README says to keep passwords in ~/.pgpass or PGPASSWORD; one put in the URL anyway stays off the screen."""
+    monkeypatch.setenv("MEMORY_ANCHOR_STORAGE_URL", url)
+    code, out, _ = run(capsys, "--data-dir", str(tmp_path), "settings")
+    assert code == 0 and "s3cret" not in out
+    assert "storage_url = 'postgresql://alice" in out and "***" in out and "db.internal" in out
+    code, out, _ = run(capsys, "--data-dir", str(tmp_path), "--json", "settings")
+    shown = json.loads(out)["storage_url"]
+    assert "s3cret" not in shown and "***" in shown and shown.startswith("postgresql://alice")
+    assert "sslmode=require" in shown or "5432" in shown  # everything but the password is kept
 
 
 def test_the_storage_url_setting_is_empty_or_a_postgresql_url(monkeypatch, tmp_path):

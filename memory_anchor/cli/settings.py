@@ -19,12 +19,13 @@ def register(sub) -> None:
 def show_settings(args: argparse.Namespace) -> int:
     base = args.data_dir or paths.data_dir()
     settings = load_settings(base)
+    shown = settings.shown()
     lines = [f"# {paths.settings_path(base)} (MEMORY_ANCHOR_<KEY> overrides)"]
     for name, field in Settings.model_fields.items():
-        lines.append(f"{name} = {getattr(settings, name)!r}    # {field.description}")
+        lines.append(f"{name} = {shown[name]!r}    # {field.description}")
     route = claude_route(base, settings)
     lines.append(f"# Claude route ({route['seen_by']}): {route['active']}")
-    emit(args, {**settings.model_dump(), "claude_route": route}, "\n".join(lines))
+    emit(args, {**shown, "claude_route": route}, "\n".join(lines))
     return 0
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import psycopg
 from psycopg import errors
 
+from memory_anchor.settings import without_password
 from worker.store.errors import StorageError, StorageUnavailable
 
 __all__ = ["StorageError", "StorageUnavailable", "check_url", "connect", "explain", "unreachable", "without_password"]
@@ -43,9 +44,9 @@ def check_url(url: str) -> str:
     except ValueError as exc:
         raise StorageError(f"not a usable PostgreSQL URL ({exc}): expected postgresql://ROLE@HOST:PORT/DATABASE")
     if parts.scheme not in SCHEMES:
-        raise StorageError(f"{_shown(url)!r} is not a PostgreSQL URL: expected postgresql://ROLE@HOST:PORT/DATABASE")
+        raise StorageError(f"{without_password(url)!r} is not a PostgreSQL URL: expected postgresql://ROLE@HOST:PORT/DATABASE")
     if not parts.path.strip("/"):
-        raise StorageError(f"{_shown(url)!r} names no database: expected postgresql://ROLE@HOST:PORT/DATABASE")
+        raise StorageError(f"{without_password(url)!r} names no database: expected postgresql://ROLE@HOST:PORT/DATABASE")
     return url.strip()
 
 
@@ -56,9 +57,9 @@ def connect(url: str, **kwargs) -> psycopg.Connection:
     try:
         return psycopg.connect(url, **kwargs)
     except psycopg.OperationalError as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {_shown(url)}: {_first_line(exc)}") from exc
+        raise StorageError(f"cannot connect to PostgreSQL at {without_password(url)}: {_first_line(exc)}") from exc
     except psycopg.ProgrammingError as exc:  # the driver refused the URL's options
-        raise StorageError(f"not a usable PostgreSQL URL {_shown(url)}: {_first_line(exc)}") from exc
+        raise StorageError(f"not a usable PostgreSQL URL {without_password(url)}: {_first_line(exc)}") from exc
 
 
 def explain(exc: psycopg.Error, doing: str) -> StorageError:
@@ -73,18 +74,3 @@ def explain(exc: psycopg.Error, doing: str) -> StorageError:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _shown(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return parts._replace(netloc=netloc).geturl()
-
-
-without_password = _shown  # for other modules: a URL as logs and status pages may show it
