@@ -368,3 +368,42 @@ def test_a_conflict_over_a_private_fact_is_as_private_as_the_fact(team, alice_wr
         assert _head_text(team["bob"], opened["candidate"]["id"]) is None
         assert conn.execute("UPDATE conflicts SET status = 'resolved' WHERE existing_id = %s",
                             (alice_wrote["private fact"]["id"],)).rowcount == 0  # fmt: skip
+
+
+def test_a_proposal_is_as_private_as_what_it_proposes(team, alice_wrote):
+    """approvals.payload quotes the proposal: a pending fact's text, an agent's write."""
+    from memory_anchor.schemas.memory_model import IdentityProposal
+    from worker.memory import MemoryModel
+
+    store = PostgresDatabase(team["alice"])
+    try:
+        model = MemoryModel(store)
+        with store.transaction() as conn:
+            private_fact = Records.put(conn, "fact", "alice's offer from another company", status="pending",
+                                       metadata={"private": True})  # fmt: skip
+            shared_fact = Records.put(conn, "fact", "the deploy needs two approvals", status="pending")
+            model.approvals.create(conn, "fact", "add", {"text": private_fact["text"]}, record_id=private_fact["id"])
+            model.approvals.create(conn, "fact", "add", {"text": shared_fact["text"]}, record_id=shared_fact["id"])
+            model.approvals.create(conn, "agent_write", "add", {"content": "alice's note to self: ask for a raise"},
+                                   agent_id="reviewer")  # fmt: skip
+        model.propose_identity_change(IdentityProposal(action="add", content="We ship on Thursdays", reason="team rule"))
+        assert len(model.approvals.list()) == 4  # alice sees all of hers
+    finally:
+        store.close()
+    with bob(team) as conn:
+        seen = conn.execute("SELECT kind, payload FROM approvals ORDER BY id").fetchall()
+        assert [kind for kind, _ in seen] == ["fact", "identity_change"]
+        assert "two approvals" in seen[0][1] and "Thursdays" in seen[1][1]
+        assert not any("offer" in payload or "raise" in payload for _, payload in seen)
+        # Nor can he decide what he cannot see; forging a shared row is refused the same way.
+        assert conn.execute("UPDATE approvals SET status = 'approved' WHERE kind = 'agent_write'").rowcount == 0
+
+
+def test_rejected_fact_candidates_are_their_authors_alone(team):
+    """A candidate below the confidence floor is logged with the words it came from."""
+    with psycopg.connect(team["alice"], autocommit=True) as alice:
+        alice.execute("INSERT INTO fact_rejections(text, confidence, source, created_at)"
+                      " VALUES ('alice is interviewing elsewhere', 0.4, 'prompt', 0)")  # fmt: skip
+        assert alice.execute("SELECT count(*) FROM fact_rejections").fetchone()[0] == 1
+    with bob(team) as conn:
+        assert conn.execute("SELECT count(*) FROM fact_rejections").fetchone()[0] == 0

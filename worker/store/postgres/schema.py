@@ -631,6 +631,42 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE term_totals ENABLE ROW LEVEL SECURITY;
         """,
     ),
+    (
+        "0008_private_proposals_and_rejections",
+        f"""
+        -- A proposal quotes what it proposes (approvals.payload): a medium-confidence fact
+        -- waiting for a human is as private as the fact it names; a read-only agent's write
+        -- waits for its own developer (it may be anything, a private note included); an
+        -- identity change is the project's, shared. Set by the database, like conflicts'.
+        ALTER TABLE approvals ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
+        ALTER TABLE approvals NO FORCE ROW LEVEL SECURITY;
+        UPDATE approvals SET private = CASE
+            WHEN record_id IS NOT NULL THEN record_is_private(record_id)
+            ELSE kind <> 'identity_change' END;
+        ALTER TABLE approvals FORCE ROW LEVEL SECURITY;
+        CREATE FUNCTION approvals_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.private := CASE
+                WHEN NEW.record_id IS NOT NULL THEN record_is_private(NEW.record_id)
+                ELSE NEW.kind <> 'identity_change' END;  -- whatever the writer said
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER approvals_before_insert BEFORE INSERT ON approvals
+            FOR EACH ROW EXECUTE FUNCTION approvals_before_insert();
+        DROP POLICY approvals_read ON approvals;
+        DROP POLICY approvals_decide ON approvals;
+        CREATE POLICY approvals_read ON approvals FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY approvals_decide ON approvals FOR UPDATE TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+
+        -- A rejected fact candidate quotes its source (a prompt, an observation, a
+        -- transcript: raw captures, private by default) and is its author's diagnostics only.
+        DROP POLICY fact_rejections_read ON fact_rejections;
+        CREATE POLICY fact_rejections_read ON fact_rejections FOR SELECT TO {MEMBER_ROLE}
+            USING (author = current_user);
+        """,
+    ),
 ]
 
 # Two `storage init` runs at once must not both apply a migration.
