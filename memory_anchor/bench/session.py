@@ -28,10 +28,15 @@ Two conditions of Claude Code's own matter, and the bench states both:
 and without its hooks (MCP server only), so that Memory Anchor's share splits
 into what the hook processes cost and what the MCP bridge costs (its start,
 and Claude Code's wait for a stdio server to exit, which it polls every 50 ms).
+Beside each it runs what any plugin of that shape costs: the same six hook
+events each running `cat > /dev/null` (Claude Code's own work per hook), and a
+stdio MCP server that answers `initialize` and lists no tools (a process to
+start and to wait for at exit). Each is paired against the empty plugin.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -88,6 +93,10 @@ def run(args) -> int:
                 home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=sys.executable)
                 home.install_plugin(without(copy_plugin(base / f"clone-{drop.strip('.')}"), drop))
                 order.append((name, home))
+            for name, build in (("idle hooks", idle_hooks), ("idle MCP", idle_mcp_server)):
+                home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=None)
+                home.install_plugin(build(manifest_only(base / f"plugin-{name.replace(' ', '-')}")))
+                order.append((name, home))
         for _, home in order:
             if not args.proxy:
                 home.env["ENABLE_TOOL_SEARCH"] = "true"
@@ -115,6 +124,36 @@ def without(plugin_root: Path, name: str) -> Path:
     """The plugin with one of its parts removed (`.mcp.json`: no MCP server; `hooks`: no hooks)."""
     part = plugin_root / name
     shutil.rmtree(part) if part.is_dir() else part.unlink()
+    return plugin_root
+
+
+IDLE_MCP_SERVER = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    result = {"tools": []} if message.get("method") == "tools/list" else {
+        "protocolVersion": message.get("params", {}).get("protocolVersion", "2025-06-18"),
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "idle", "version": "1"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def idle_hooks(plugin_root: Path) -> Path:
+    """The plugin's hook events, each running a command that only reads its payload."""
+    events = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+    idle = {event: [{"hooks": [{"type": "command", "command": "cat > /dev/null", "timeout": 10}]}] for event in events}
+    (plugin_root / "hooks").mkdir()
+    (plugin_root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": idle}))
+    return plugin_root
+
+
+def idle_mcp_server(plugin_root: Path) -> Path:
+    """A stdio MCP server with no tools, started as the plugin's bridge is (`python3 -S`)."""
+    (plugin_root / "idle_server.py").write_text(IDLE_MCP_SERVER)
+    config = {"mcpServers": {"idle": {"command": "python3", "args": ["-S", "${CLAUDE_PLUGIN_ROOT}/idle_server.py"]}}}
+    (plugin_root / ".mcp.json").write_text(json.dumps(config))
     return plugin_root
 
 
@@ -147,7 +186,7 @@ def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge:
     floor = statistics.median(e - o for e, o in zip(times["empty"], times["without"]))
     print(f"  floor           {floor:+.2f} s per session   (Claude Code's own cost of an installed plugin, paired; "
           f"Memory Anchor's share: {paired - floor:+.2f} s)")  # fmt: skip
-    for part in ("hooks only", "MCP only"):
+    for part in ("hooks only", "idle hooks", "MCP only", "idle MCP"):
         if part in times:
             share = statistics.median(p - e for p, e in zip(times[part], times["empty"]))
             print(f"  {part:15} median {statistics.median(times[part]):.2f} s   "

@@ -22,7 +22,7 @@ def test_bench_session_prints_medians_ratio_parts_hooks_and_bridge_rss():
     assert re.search(r"without plugin\s+median \d+\.\d\d s", out) and re.search(r"with plugin\s+median \d+\.\d\d s", out)
     assert re.search(r"empty plugin\s+median \d+\.\d\d s", out) and re.search(r"floor\s+[-+]\d+\.\d\d s", out)
     assert re.search(r"ratio\s+\d+\.\d\d", out)
-    for part in ("hooks only", "MCP only"):
+    for part in ("hooks only", "idle hooks", "MCP only", "idle MCP"):
         assert re.search(rf"{part}\s+median \d+\.\d\d s\s+\([-+]\d+\.\d\d s over the empty plugin", out), out
     assert re.search(r"bridge RSS\s+\d+\.\d MB peak over [1-9]", out), out
     for hook in ("session_start", "user_prompt_submit", "post_tool_use", "stop", "session_end"):
