@@ -85,13 +85,15 @@ def run(args) -> int:
         empty = ClaudeHome(base / "empty", fake.base_url, developer_python=None)
         plugin = ClaudeHome(base / "plugin", fake.base_url, developer_python=sys.executable)
         plugin.install_plugin(copy_plugin(base / "clone"))
+        sources = {"with": base / "clone", "MCP only": base / "clone-MCP-only"}  # where their bridges run from
         empty.install_plugin(manifest_only(base / "empty-plugin"))
         order = [("without", plain), ("empty", empty), ("with", plugin)]
         if args.parts:
             # Each HOME has its own plugin data dir, so each variant runs (and is timed with) its own worker.
-            for name, drop in (("hooks only", ".mcp.json"), ("MCP only", "hooks")):
+            # The MCP server starts through hooks/launch.sh: "MCP only" drops hooks.json, not the folder.
+            for name, drop in (("hooks only", ".mcp.json"), ("MCP only", "hooks/hooks.json")):
                 home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=sys.executable)
-                home.install_plugin(without(copy_plugin(base / f"clone-{drop.strip('.')}"), drop))
+                home.install_plugin(without(copy_plugin(base / f"clone-{name.replace(' ', '-')}"), drop))
                 order.append((name, home))
             for name, build in (("idle hooks", idle_hooks), ("idle MCP", idle_mcp_server)):
                 home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=None)
@@ -117,11 +119,15 @@ def run(args) -> int:
             for _, home in order:
                 stop_worker(home)
     report(times, hooks, bridge, worker_rss, proxy=args.proxy)
+    # A variant whose MCP server never started would pass for a cheap one: say so.
+    for name, home in order:
+        if name in sources and not (bridge.seen_under(sources[name]) or bridge.seen_under(home.home)):
+            print(f"  WARNING: no MCP bridge was seen in the {name!r} sessions: their figure is not the MCP server's")
     return 0
 
 
 def without(plugin_root: Path, name: str) -> Path:
-    """The plugin with one of its parts removed (`.mcp.json`: no MCP server; `hooks`: no hooks)."""
+    """The plugin with one of its parts removed (`.mcp.json`: no MCP server; `hooks/hooks.json`: no hooks)."""
     part = plugin_root / name
     shutil.rmtree(part) if part.is_dir() else part.unlink()
     return plugin_root
@@ -219,6 +225,7 @@ class ProcessWatch:
         self.needle = needle.encode()
         self.peak_kb = 0
         self.pids: set[int] = set()
+        self.command_lines: list[bytes] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -251,7 +258,13 @@ class ProcessWatch:
                 for line in status.splitlines():
                     if line.startswith("VmHWM:"):  # the process's peak RSS so far
                         self.peak_kb = max(self.peak_kb, int(line.split()[1]))
-                        self.pids.add(int(entry.name))
+                        if int(entry.name) not in self.pids:
+                            self.pids.add(int(entry.name))
+                            self.command_lines.append(cmdline)
+
+    def seen_under(self, root: Path) -> int:
+        """How many of the processes seen ran from under `root` (a plugin's copy)."""
+        return sum(str(root).encode() + b"/" in cmdline for cmdline in self.command_lines)
 
 
 def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[float]]:
