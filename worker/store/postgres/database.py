@@ -116,7 +116,18 @@ class PostgresDatabase:
             self.url,
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True, "row_factory": _row_factory, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            kwargs={
+                "autocommit": True,
+                "row_factory": _row_factory,
+                "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                # No server-side prepared statements: psycopg prepares a query run 5 times, and
+                # after 5 more PostgreSQL may plan it once for any parameters. A generic plan
+                # cannot know that `project = ?` keeps 5% of the rows or that a search's terms
+                # match thousands: keyword search went from 50 ms to 2.5 s at 20k records on
+                # its 11th run (a nested loop over every row, docs/benchmarks.md). Unnamed
+                # statements are planned for their values each time; planning costs ~0.5 ms.
+                "prepare_threshold": None,
+            },
             # A caller waits this long for a connection when the server went away, not the pool's 30 s.
             timeout=CONNECT_TIMEOUT_SECONDS,
             open=False,
