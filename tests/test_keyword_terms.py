@@ -247,7 +247,7 @@ def test_upgrading_to_postings_indexes_the_records_already_written(postgres_clus
 
     from memory_anchor.cli.main import main
     from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
-    from worker.store.postgres.database import Connection, PostgresDatabase, _row_factory
+    from worker.store.postgres.database import Connection, PostgresDatabase
     from worker.store.postgres.roles import add_member
     from worker.store.postgres.schema import MIGRATIONS, apply_schema
 
@@ -258,7 +258,7 @@ def test_upgrading_to_postings_indexes_the_records_already_written(postgres_clus
         with psycopg.connect(owner, autocommit=True) as conn:
             apply_schema(conn, MIGRATIONS[:before])
             add_member(conn, "alice")
-        with psycopg.connect(postgres_cluster.url(database, user="alice"), row_factory=_row_factory) as raw:
+        with psycopg.connect(postgres_cluster.url(database, user="alice")) as raw:
             written = [Records.put(Connection(raw), "fact", text, session_id="s") for text in CORPUS]
             Records.put(Connection(raw), "prompt", "Ada: my own notes on the deploy", session_id="p")
         assert main(["storage", "init", owner]) == 0

@@ -41,14 +41,14 @@ def test_the_translated_sql_means_the_same_on_the_server(postgres_url):
 def test_rows_read_by_name_by_index_and_as_a_dict_like_sqlite_rows(postgres_url, tmp_path):
     import sqlite3
 
-    from worker.store.postgres.database import _row_factory
+    from worker.store.postgres.database import row_factory
 
     import psycopg
 
     query = "SELECT 1 AS seq, 'x' AS id"
     lite = sqlite3.connect(tmp_path / "rows.sqlite3")
     lite.row_factory = sqlite3.Row
-    with psycopg.connect(postgres_url, autocommit=True, row_factory=_row_factory) as raw:
+    with psycopg.connect(postgres_url, autocommit=True, row_factory=row_factory) as raw:
         for row in (lite.execute(query).fetchone(), raw.execute(query).fetchone()):
             assert (row["seq"], row["id"], row[0], row[1]) == (1, "x", 1, "x")
             assert dict(row) == {"seq": 1, "id": "x"} and row.keys() == ["seq", "id"]

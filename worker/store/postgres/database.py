@@ -66,7 +66,8 @@ def _row_type(names: tuple[str, ...]) -> type[Row]:
     return type("Row", (Row,), {"__slots__": (), "_index": index})
 
 
-def _row_factory(cursor: psycopg.Cursor) -> Any:
+def row_factory(cursor: psycopg.Cursor) -> Any:
+    """psycopg's row factory for the store's rows (`Row`), whatever the connection's own is."""
     if cursor.description is None:
         return tuple
     return _row_type(tuple(column.name for column in cursor.description))
@@ -82,7 +83,7 @@ class Connection:
         self.transaction_started_at: float | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor:
-        cursor = self.raw.cursor()
+        cursor = self.raw.cursor(row_factory=row_factory)
         try:
             # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
             return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in params or ()))
@@ -118,7 +119,7 @@ class PostgresDatabase:
             max_size=max_size,
             kwargs={
                 "autocommit": True,
-                "row_factory": _row_factory,
+                "row_factory": row_factory,
                 "connect_timeout": CONNECT_TIMEOUT_SECONDS,
                 # No server-side prepared statements: psycopg prepares a query run 5 times, and
                 # after 5 more PostgreSQL may plan it once for any parameters. A generic plan
