@@ -333,8 +333,7 @@ class SearchService:
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
-        visible = Records.visible_seqs(conn, candidates.keys(), view)
-        records = {seq: r for seq, r in _light_rows(conn, visible, scope).items() if scope.accepts(r)}
+        records = {seq: r for seq, r in _visible_rows(conn, candidates.keys(), view, scope).items() if scope.accepts(r)}
         if not records:
             return []
         tuning = self.tuning
@@ -396,8 +395,7 @@ class SearchService:
         neighbours = {n for ns in links.values() for n, _ in ns}
         fresh = neighbours - records.keys()
         if fresh:
-            visible = Records.visible_seqs(conn, fresh, view)
-            for seq, row in _light_rows(conn, visible, scope).items():
+            for seq, row in _visible_rows(conn, fresh, view, scope).items():
                 if scope.accepts(row):
                     records[seq] = row
                     relevance[seq] = 0.0
@@ -560,9 +558,10 @@ class _Scope:
         return True
 
 
+# Beside the id, seq, branch and op that Records.visible_heads reads.
 _LIGHT_COLUMNS = (
-    "seq, id, kind, op, status, project, user_id, agent_id, run_id, session_id, layer, type, "
-    "happened_at, confidence, metadata, substr(text, 1, 48) AS head"
+    "r.kind, r.status, r.project, r.user_id, r.agent_id, r.run_id, r.session_id, r.layer, r.type, "
+    "r.happened_at, r.confidence, r.metadata, substr(r.text, 1, 48) AS head"
 )
 
 _SPEAKER_RE = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
@@ -683,25 +682,18 @@ def _named_in(query: str) -> set[str]:
     return names
 
 
-def _light_rows(conn, seqs: Iterable[int], scope: "_Scope") -> dict[int, dict[str, Any]]:
-    """The columns ranking and filtering need, without decoding every JSON blob.
-
-    Rows that fail the scope's filter expression are left out here, in SQL.
-    """
-    seqs = list(seqs)
-    out: dict[int, dict[str, Any]] = {}
-    parse_metadata = bool(scope.metadata)
+def _visible_rows(conn, seqs: Iterable[int], view: View, scope: "_Scope") -> dict[int, dict[str, Any]]:
+    """The visible, live heads among `seqs` with the columns ranking and filtering need, without
+    decoding every JSON blob. Rows that fail the scope's filter expression are left out in SQL."""
     dialect = dialect_of(conn)
-    expr, expr_params = scope.expr.sql("records", dialect) if scope.expr is not None else (truth(dialect, True), [])
-    for start in range(0, len(seqs), 500):
-        chunk = seqs[start : start + 500]
-        for row in conn.execute(
-            f"SELECT {_LIGHT_COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(chunk))}) AND {expr}",
-            [*chunk, *expr_params],
-        ):
-            record = dict(row)
-            record["metadata"] = json.loads(record["metadata"] or "{}") if parse_metadata else {}
-            out[record["seq"]] = record
+    condition = scope.expr.sql("r", dialect) if scope.expr is not None else None
+    parse_metadata = bool(scope.metadata)
+    out: dict[int, dict[str, Any]] = {}
+    for seq, row in Records.visible_heads(conn, seqs, view, _LIGHT_COLUMNS, condition).items():
+        record = dict(row)
+        del record["meets"]
+        record["metadata"] = json.loads(record["metadata"] or "{}") if parse_metadata else {}
+        out[seq] = record
     return out
 
 
