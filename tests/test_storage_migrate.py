@@ -25,8 +25,8 @@ from worker.store.postgres.database import PostgresDatabase
 from worker.store.postgres.migrate import LOCAL_TABLES
 from worker.store.records import Records, resolve_view
 
-# Columns the team database adds to a record (who wrote it, who may read it, its text index).
-TEAM_COLUMNS = ("author", "private", "fts")
+# Columns the team database adds to a record (who wrote it, who may read it).
+TEAM_COLUMNS = ("author", "private")
 
 
 def migrate(*argv: str) -> subprocess.CompletedProcess:

@@ -227,12 +227,8 @@ def validate_branch_name(name: str) -> str:
     return name
 
 
-# Columns a backend keeps for itself: PostgreSQL's full-text vector of the text.
-BACKEND_COLUMNS = ("fts",)
-
-
 def row_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    record = {key: row[key] for key in row.keys() if key not in BACKEND_COLUMNS}
+    record = {key: row[key] for key in row.keys()}
     for key in ("data", "metadata"):
         value = record.get(key)
         record[key] = json.loads(value) if isinstance(value, str) and value else {}

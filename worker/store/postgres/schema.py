@@ -10,9 +10,8 @@ code reads and writes both, plus:
 - `private` on records: raw captures (prompts, observations, transcripts) are
   private to their author unless their metadata says `"private": false`;
   everything else is shared unless its metadata says `"private": true`;
-- `fts` on records: the text as a `tsvector` (the `simple` configuration: no
-  stemming, no stop words, right for mixed-language text), GIN-indexed, for
-  ranked keyword search;
+- `record_terms` and `record_postings`: a record's keyword terms as SQLite's
+  index holds them, and one row per (term, record) for BM25 (0007, 0009);
 - `record_vectors`: a record version's embedding, so vectors outlive a worker.
 
 The capture side (inbox, quarantine, pending vectors, the LLM budget) stays in
@@ -744,6 +743,15 @@ MIGRATIONS: list[Migration] = [
         -- The postings replace the GIN index and its way in under row-level security.
         DROP FUNCTION record_terms_matching(tsquery);
         DROP INDEX record_terms_search;
+        """,
+    ),
+    (
+        "0010_records_without_fts",
+        """
+        -- The text as PostgreSQL's own tsvector (0001) has had no reader since keyword search
+        -- moved to the terms SQLite's index holds (0007): every insert still computed it and
+        -- added it to a GIN index, and every `SELECT *` of records carried it.
+        ALTER TABLE records DROP COLUMN fts;
         """,
     ),
 ]
