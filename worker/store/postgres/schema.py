@@ -673,12 +673,13 @@ MIGRATIONS: list[Migration] = [
         -- each column, so a query reads the postings of its own terms, not the whole term
         -- vector of every row a term matches (record_terms_matching unnested each one: 50 ms
         -- for a word in 8,000 of 100,000 records with project and user filters, 170 ms
-        -- without). Read under the members' policy itself (`=` on text is leakproof, unlike
-        -- `@@`), so the planner sees the terms' statistics and the filters and picks the
-        -- join order. `own`: the term is in the record's text or title, not only in its
-        -- thread context (label B); a word common enough to be matched in records' own
-        -- words only reads these postings alone. `opens`: the record's text starts with it
-        -- (a transcript's speaker). The INCLUDE columns let a scan answer from the index.
+        -- without). Read under the members' policy itself: `=` on text is leakproof, so the
+        -- index serves a member, where `@@` on the term vector needed a function run as the
+        -- owner to reach its GIN index. `own`: the term is in the record's text or title,
+        -- not only in its thread context (label B); a word common enough to be matched in
+        -- records' own words only reads these postings alone. `opens`: the record's text
+        -- starts with it (a transcript's speaker). The INCLUDE columns let a scan answer
+        -- from the index.
         CREATE TABLE record_postings (
             term       TEXT NOT NULL,
             own        BOOLEAN NOT NULL,
@@ -710,10 +711,6 @@ MIGRATIONS: list[Migration] = [
             FROM record_terms t, record_postings_of(t) p;
         ALTER TABLE record_postings ADD PRIMARY KEY (term, own, seq)
             INCLUDE (text_tf, title_tf, context_tf, opens, length, private, author);
-        -- The planner's estimate of a term's postings comes from the most common terms it
-        -- keeps (100 by default): a vocabulary has more frequent words than that, and a
-        -- frequent word estimated as rare gets a plan for a rare one.
-        ALTER TABLE record_postings ALTER COLUMN term SET STATISTICS 1000;
 
         -- Written with the term vector and deleted with it (a deleted branch's rows), by
         -- their full key; run as the owner, like the statistics' trigger (0007).
