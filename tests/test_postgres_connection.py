@@ -41,14 +41,14 @@ def test_the_translated_sql_means_the_same_on_the_server(postgres_url):
 def test_rows_read_by_name_by_index_and_as_a_dict_like_sqlite_rows(postgres_url, tmp_path):
     import sqlite3
 
-    from worker.store.postgres.database import _row_factory
+    from worker.store.postgres.database import row_factory
 
     import psycopg
 
     query = "SELECT 1 AS seq, 'x' AS id"
     lite = sqlite3.connect(tmp_path / "rows.sqlite3")
     lite.row_factory = sqlite3.Row
-    with psycopg.connect(postgres_url, autocommit=True, row_factory=_row_factory) as raw:
+    with psycopg.connect(postgres_url, autocommit=True, row_factory=row_factory) as raw:
         for row in (lite.execute(query).fetchone(), raw.execute(query).fetchone()):
             assert (row["seq"], row["id"], row[0], row[1]) == (1, "x", 1, "x")
             assert dict(row) == {"seq": 1, "id": "x"} and row.keys() == ["seq", "id"]
@@ -57,3 +57,26 @@ def test_rows_read_by_name_by_index_and_as_a_dict_like_sqlite_rows(postgres_url,
             with pytest.raises((KeyError, IndexError)):
                 row["missing"]
     lite.close()
+
+
+def test_the_stores_statements_are_planned_for_their_values_every_time(postgres_cluster):
+    """psycopg prepares a statement it ran 5 times, and PostgreSQL may then plan it once for any
+    values: a generic plan of keyword search took 2.5 s where its planned-per-value one took 50 ms.
+    The store's connections prepare nothing server-side, however often a statement runs."""
+    from tests.postgres import init_team_database, member_url
+    from worker.store.postgres.database import PostgresDatabase
+
+    name = init_team_database(postgres_cluster)
+    db = PostgresDatabase(member_url(postgres_cluster, name, "dev"))
+    try:
+        conn = db.reader()
+        for project in range(12):
+            conn.execute("SELECT count(*) FROM records WHERE project = ? AND kind = ?", (f"p{project}", "fact")).fetchone()
+        with db.transaction() as writer:
+            for _ in range(12):
+                writer.execute("SELECT count(*) FROM records WHERE project = ?", ("p",)).fetchone()
+            assert writer.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
+    finally:
+        db.close()
+        postgres_cluster.drop_database(name)

@@ -308,3 +308,32 @@ def test_a_query_of_only_very_common_words_skips_bm25_beside_the_dense_list(tmp_
         Records.put(conn, "memory", "the rollback runbook lives in the wiki", user_id="alice")
     assert store.service.keyword_query(store.db.reader(), "deploy rollback", alone=False) == '"rollback"'
     store.close()
+
+
+def test_thread_neighbours_are_the_two_before_and_after_in_the_session_else_the_user(store_db):
+    """Neighbour context's walks: per thread (the session, else the user), per kind, puts only,
+    stopping at the thread's ends. PostgreSQL runs them as lateral walks of the (thread, seq)
+    index, SQLite as a UNION ALL: the same links either way."""
+    from worker.index.search import _thread_neighbours
+
+    with store_db.transaction() as conn:
+        put = lambda text, **v: Records.put(conn, v.pop("kind", "memory"), text, **v)  # noqa: E731
+        s1 = [put(f"session one {n}", session_id="s1", user_id="ada") for n in range(5)]
+        other_session = put("another session between", session_id="s2", user_id="ada")
+        put("another kind between", kind="fact", session_id="s1", user_id="ada")
+        u = [put(f"ada without a session {n}", user_id="ada") for n in range(3)]
+        put("bob's", user_id="bob")
+        deleted = put("ada's last, deleted", user_id="ada")
+        Records.delete(conn, deleted["id"])
+        lone = put("nobody's")
+    conn = store_db.reader()
+    links = _thread_neighbours(conn, [s1[0], s1[2], s1[4], u[1], lone])
+    seq = lambda r: r["seq"]  # noqa: E731
+    assert links == {
+        seq(s1[0]): [(seq(s1[1]), 1), (seq(s1[2]), 2)],
+        seq(s1[2]): [(seq(s1[1]), 1), (seq(s1[0]), 2), (seq(s1[3]), 1), (seq(s1[4]), 2)],
+        seq(s1[4]): [(seq(s1[3]), 1), (seq(s1[2]), 2)],
+        # A record without a session walks its user's records, in sessions or not (a deleted
+        # record's put stays in the thread; another user's record is not in it).
+        seq(u[1]): [(seq(u[0]), 1), (seq(other_session), 2), (seq(u[2]), 1), (seq(deleted), 2)],
+    }

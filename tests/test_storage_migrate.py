@@ -25,8 +25,8 @@ from worker.store.postgres.database import PostgresDatabase
 from worker.store.postgres.migrate import LOCAL_TABLES
 from worker.store.records import Records, resolve_view
 
-# Columns the team database adds to a record (who wrote it, who may read it, its text index).
-TEAM_COLUMNS = ("author", "private", "fts")
+# Columns the team database adds to a record (who wrote it, who may read it).
+TEAM_COLUMNS = ("author", "private")
 
 
 def migrate(*argv: str) -> subprocess.CompletedProcess:
@@ -108,6 +108,8 @@ def test_sqlite_to_postgres_and_back_keeps_every_read(source, team, tmp_path):
         expected = _reads(local, plan, middle)
         assert _reads(team_db, plan, middle) == expected
         assert any(v for k, v in expected.items() if k[0] == "history" and len(v) > 1)  # the reads are not all empty
+        # Keyword search finds the migrated records: their terms are indexed as the store writes them.
+        assert _keyword_reads(team_db) == _keyword_reads(local)
     finally:
         team_db.close()
         local.close()
@@ -196,3 +198,19 @@ def test_an_owner_who_is_not_a_superuser_migrates(source, postgres_cluster):
             assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 0
     finally:
         postgres_cluster.drop_database(database)
+
+
+def _keyword_reads(db) -> tuple[int, dict[str, list[str]]]:
+    """Records with keyword terms, and the texts keyword search finds for a few words of the source
+    (sorted: the backends order equal scores differently)."""
+    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+
+    conn = db.reader()
+    index = keyword_index(conn)
+    found = {}
+    for word in ("build", "redis", "snapshot", "漢字", "staging"):
+        hits = index.search(conn, KeywordQuery([word]), "r.op = 'put'", [], 20, ColumnWeights(1.0, 0.5))
+        texts = {r["seq"]: r["text"] for r in Records.by_seqs(conn, [seq for seq, _ in hits]).values()}
+        found[word] = sorted(texts[seq] for seq, _ in hits)
+    assert found["build"] and found["staging"]
+    return index.doc_count(conn), found

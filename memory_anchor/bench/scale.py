@@ -16,6 +16,7 @@ import os
 import random
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from memory_anchor.bench.locomo import percentile
@@ -63,6 +64,17 @@ def memory_text(rng: random.Random, n: int, user: str) -> str:
 
 def query_text(rng: random.Random) -> str:
     return rng.choice(QUERIES).format(s=rng.choice(SUBJECTS))
+
+
+def batches(n: int) -> Iterator[tuple[str, str, list[str]]]:
+    """N memories in batches of BATCH as `bench team` and `bench search` write them:
+    (project, user, texts), the projects in turn, the user changing every len(PROJECTS) batches."""
+    rng = random.Random(42)
+    for written in range(0, n, BATCH):
+        count = min(BATCH, n - written)
+        project = PROJECTS[(written // BATCH) % len(PROJECTS)]
+        user = USERS[(written // (BATCH * len(PROJECTS))) % len(USERS)]
+        yield project, user, [memory_text(rng, written + i, user) for i in range(count)]
 
 
 def dir_size(path: Path) -> int:

@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from memory_anchor.bench.locomo import percentile
-from memory_anchor.bench.scale import BATCH, PROJECTS, USERS, memory_text, query_text
+from memory_anchor.bench.scale import BATCH, PROJECTS, USERS, batches, query_text
 
 TARGETS = {"lag_p95_ms": 2000, "search_p95_ms": 50}
 ROLES = ("alice", "bob", "carol")
@@ -50,6 +50,23 @@ def member_url(owner_url: str, role: str) -> str:
     host = parts.hostname or ""
     netloc = f"{role}@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def owner_database(storage_url: str | None, cleanup: contextlib.ExitStack):
+    """(the owner's URL of the database to run on, the cluster started for it or None): `storage_url`'s,
+    or a new database in a throwaway cluster, stopped by `cleanup` even on error. None, saying why,
+    when there are no server binaries to start one from."""
+    from memory_anchor.bench.postgres_cluster import ClusterUnavailable, start_cluster
+
+    if storage_url:
+        return storage_url, None
+    try:
+        cluster = start_cluster()
+    except ClusterUnavailable as exc:
+        print(f"no PostgreSQL server binaries to start one from: {exc}; give --storage-url", file=sys.stderr)
+        return None
+    cleanup.callback(cluster.stop)
+    return cluster.url(cluster.create_database()), cluster
 
 
 def storage_command(*argv: str) -> str:
@@ -115,17 +132,11 @@ class Worker:
 
 def write_bulk(workers: list[Worker], n: int) -> float:
     """Write n memories through the workers at once (one client thread each); the wall time."""
-    rng = random.Random(42)
-    batches = []
-    for written in range(0, n, BATCH):
-        count = min(BATCH, n - written)
-        project = PROJECTS[(written // BATCH) % len(PROJECTS)]
-        user = USERS[(written // (BATCH * len(PROJECTS))) % len(USERS)]
-        batches.append({
-            "messages": [{"role": "user", "content": memory_text(rng, written + i, user)} for i in range(count)],
-            "user_id": user, "project": project, "infer": False,
-        })  # fmt: skip
-    share = [batches[i :: len(workers)] for i in range(len(workers))]
+    bodies = [
+        {"messages": [{"role": "user", "content": text} for text in texts], "user_id": user, "project": project, "infer": False}
+        for project, user, texts in batches(n)
+    ]
+    share = [bodies[i :: len(workers)] for i in range(len(workers))]
 
     def write(worker: Worker, mine: list[dict]) -> None:
         for body in mine:
@@ -249,8 +260,6 @@ def load() -> str:
 
 
 def run(args) -> int:
-    from memory_anchor.bench.postgres_cluster import ClusterUnavailable, start_cluster
-
     n, probes, events = int(args.n), int(args.probes), int(args.events)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-team-"))
     os.environ.pop("ANTHROPIC_API_KEY", None)
@@ -258,19 +267,14 @@ def run(args) -> int:
     rows: list[tuple[str, str, str, str]] = []
     print(f"Memory Anchor team benchmark: {n} memories, {probes} probes, {events} events per worker "
           f"(data in {work}; {load()})", flush=True)  # fmt: skip
-    cluster = None
     with contextlib.ExitStack() as cleanup:
-        if args.storage_url:
-            owner_url = args.storage_url
+        database = owner_database(args.storage_url, cleanup)
+        if database is None:
+            return 2
+        owner_url, cluster = database
+        if cluster is None:
             where = "the server at --storage-url"
         else:
-            try:
-                cluster = start_cluster()
-            except ClusterUnavailable as exc:
-                print(f"no PostgreSQL server binaries to start one from: {exc}; give --storage-url", file=sys.stderr)
-                return 2
-            cleanup.callback(cluster.stop)  # even on error: the cluster is this run's
-            owner_url = cluster.url(cluster.create_database())
             where = f"a throwaway PostgreSQL cluster ({cluster.bin_dir.parent.name}) on 127.0.0.1:{cluster.port}"
         print(f"PostgreSQL: {where}", flush=True)
         print("  storage init: " + storage_command("init", owner_url).replace("\n", "; "), flush=True)

@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|context`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ BENCHES = {
     "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
     "redaction": "secret redaction on ordinary text: false positives per MB, MB/s, payloads sanitized per second",
     "team": "three workers on one PostgreSQL: write throughput, visibility lag, filtered search, nothing lost while down; SQLite beside it",
+    "search": "keyword and hybrid search in process at N memories, with and without filters: SQLite beside PostgreSQL",
     "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
 }
 
@@ -100,6 +101,20 @@ def register(sub) -> None:
                       "the outage is then not measured")  # fmt: skip
     team.add_argument("--work-dir", type=Path, default=None, help="keep the workers' data dirs here")
     team.set_defaults(handler=_runner("team"))
+
+    search = which.add_parser(
+        "search", help=BENCHES["search"],
+        description="Writes N memories (bench scale's generator) to a SQLite data dir and to a team database in a "
+        "throwaway PostgreSQL cluster (or --storage-url), the same embeddings on both, then times the search service "
+        "itself on each: keyword and hybrid, without filters and with project + user filters.",
+    )  # fmt: skip
+    search.add_argument("--n", type=int, default=20_000, help="memories written to each backend")
+    search.add_argument("--queries", type=int, default=200, help="searches per row and backend")
+    search.add_argument("--storage-url", default=None,
+                        help="an existing, empty team database's owner URL instead of a throwaway cluster; "
+                        "members connect without a password, so the server must trust them")  # fmt: skip
+    search.add_argument("--work-dir", type=Path, default=None, help="keep the SQLite data dir here")
+    search.set_defaults(handler=_runner("search"))
 
     context = which.add_parser("context", help=BENCHES["context"])
     context.add_argument("--path", choices=["local", "claude", "both"], default="both",

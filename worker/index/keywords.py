@@ -7,9 +7,11 @@
 SQLite: FTS5's own bm25() over `records_fts` (a record's text and title) or
 `records_thread_fts` (plus its thread neighbours' words in a low-weight
 column, migration 0003). PostgreSQL: the same BM25 formula computed in SQL
-over `record_terms`, the terms FTS5 would have indexed (worker/store/terms.py),
-with document frequencies and lengths from `term_stats` / `term_totals`
-(postgres/schema.py 0005), which count only rows the reader may see.
+over `record_postings`, one row per (term, record) of the terms FTS5 would
+have indexed (worker/store/terms.py writes them as `record_terms`, a trigger
+derives the postings; postgres/schema.py 0007, 0009), with document
+frequencies and lengths from `term_stats` / `term_totals`; all three count
+only rows the reader may see.
 PostgreSQL's own rankers (ts_rank, ts_rank_cd) lost 3 to 9 points of
 recall@10 against FTS5; BM25 over the same terms matched it.
 
@@ -141,85 +143,90 @@ class SqliteKeywords:
             return False
 
 
-def _tsquery(terms: list[str], own_only: set[str] = frozenset()) -> str:
-    """Terms OR-ed; those in `own_only` match the record's own text and title only (labels D, C)."""
-    return " | ".join(
-        "'" + t.replace("\\", "\\\\").replace("'", "''") + "'" + (":CD" if t in own_only else "") for t in terms
-    )
-
-
 class PostgresKeywords:
     def search(self, conn, query: KeywordQuery, where: str, params: list, k: int, weights: ColumnWeights) -> list[tuple[int, float]]:
         words = [stem(w) for w in query.words]
         terms = list(dict.fromkeys(words + [stem(w) for w in query.own_only]))
         if not terms:
             return []
-        with_context = weights.context is not None
-        own_only = set(terms) - (set(words) if with_context else set())
-        count, tokens = self._totals(conn)
+        # Terms matched in thread context too (label B); the rest in a record's own words only.
+        in_context = [t for t in terms if t in words] if weights.context is not None else []
+        count, tokens, freqs = self._statistics(conn, terms)
         if not count:
             return []
-        freqs = self._doc_freqs(conn, terms)
         idf = [_idf(count, freqs.get(t, 0)) for t in terms]
-        # Per matching row: each query term's frequency (its positions, weighted by the
-        # column their label names), then FTS5's BM25 sum. The document's length is its
-        # own words': FTS5 counts the context too, but there every record has context on
-        # both sides; here only the records before lend theirs, so a thread's first record
-        # has none, and counting it would rank records by their place in the thread.
-        # The GIN index on `terms` finds the rows (record_terms_matching, postgres/schema.py,
-        # which also keeps other members' private rows out; the join with `records` under
-        # the member's own policy keeps them out again).
+        # Per matching posting: the term's frequency weighted by column, then FTS5's BM25
+        # sum per record. As in FTS5, a term matched in a record's own words only counts
+        # no hit in its context. The document's length is its own words': FTS5 counts the
+        # context too, but there every record has context on both sides; here only the
+        # records before lend theirs, so a thread's first record has none, and counting it
+        # would rank records by their place in the thread.
+        # The plan is fixed on purpose: the postings of the query's terms (an index-only
+        # scan; an own-words term's by the key's `own` alone) are summed per record and
+        # sorted by score, and each record, best first, is looked up by its key and
+        # checked against the view and filters until `k` pass (OFFSET 0 keeps the
+        # lateral subquery from being flattened, so no other join order exists). Its
+        # cost is bounded by the terms' postings. Left to choose, the planner started
+        # from the filtered records when it estimated one of them (a user new since the
+        # last ANALYZE) and scanned every posting once per record: 360 ms for a LoCoMo
+        # question, against 3 ms.
         sql = f"""
-            WITH q(term, idf) AS (SELECT * FROM unnest(?::text[], ?::float8[]))
-            SELECT t.seq AS seq,
-                   sum(q.idf * tf.f * {K1 + 1} / (tf.f + {K1} * (1 - {B} + {B} * t.length / ?))) AS score
-            FROM record_terms_matching(?::tsquery) t
-            JOIN records r ON r.seq = t.seq
-            CROSS JOIN LATERAL unnest(t.terms) AS u(lexeme, positions, weights)
-            JOIN q ON q.term = u.lexeme
-            CROSS JOIN LATERAL (
-                SELECT sum(CASE w WHEN 'C' THEN ?::float8 WHEN 'B' THEN ?::float8 ELSE ?::float8 END) AS f
-                FROM unnest(u.weights) AS w
-            ) tf
-            WHERE {where}
-            GROUP BY t.seq
-            ORDER BY score DESC, t.seq DESC
+            SELECT s.seq AS seq, s.score AS score FROM (
+                SELECT p.seq, sum(
+                    (?::float8[])[array_position(?::text[], p.term)] * p.f * {K1 + 1}
+                    / (p.f + {K1} * (1 - {B} + {B} * p.length / ?))
+                ) AS score
+                FROM (
+                    SELECT seq, term, length, text_tf * ?::float8 + title_tf * ?::float8 AS f
+                    FROM record_postings WHERE term = ANY(?::text[]) AND own
+                    UNION ALL
+                    SELECT seq, term, length, text_tf * ?::float8 + title_tf * ?::float8 + context_tf * ?::float8
+                    FROM record_postings WHERE term = ANY(?::text[])
+                ) p
+                GROUP BY p.seq
+                ORDER BY score DESC, p.seq DESC
+            ) s
+            CROSS JOIN LATERAL (SELECT 1 FROM records r WHERE r.seq = s.seq AND {where} OFFSET 0) r
+            ORDER BY s.score DESC, s.seq DESC
             LIMIT ?
         """
+        own_only = [t for t in terms if t not in in_context]
         average = max(tokens / count, 1e-9)
-        rank_params = [weights.title, weights.context or 0.0, weights.text]
-        rows = conn.execute(
-            sql, [terms, idf, average, _tsquery(terms, own_only), *rank_params, *params, k]
-        ).fetchall()
+        columns = [weights.text, weights.title]
+        postings = [*columns, own_only, *columns, weights.context or 0.0, in_context]
+        rows = conn.execute(sql, [idf, terms, average, *postings, *params, k]).fetchall()
         return [(int(r["seq"]), float(r["score"])) for r in rows if float(r["score"]) > 0]
 
     @staticmethod
-    def _totals(conn) -> tuple[int, int]:
-        """(documents, their own tokens) the reader may see."""
-        row = conn.execute("SELECT coalesce(sum(docs), 0) AS docs, coalesce(sum(tokens), 0) AS tokens FROM term_totals").fetchone()
-        return int(row["docs"]), int(row["tokens"])
-
-    @staticmethod
-    def _doc_freqs(conn, terms: list[str]) -> dict[str, int]:
+    def _statistics(conn, terms: list[str]) -> tuple[int, int, dict[str, int]]:
+        """(documents, their own tokens, each term's document frequency) the reader may see,
+        in one round trip (the totals are the row without a term)."""
         rows = conn.execute(
-            "SELECT term, sum(docs) AS docs FROM term_stats WHERE term = ANY(?) GROUP BY term", (terms,)
+            """
+            SELECT NULL AS term, coalesce(sum(docs), 0) AS docs, coalesce(sum(tokens), 0) AS tokens FROM term_totals
+            UNION ALL
+            SELECT term, sum(docs), 0 FROM term_stats WHERE term = ANY(?) GROUP BY term
+            """,
+            (terms,),
         ).fetchall()
-        return {r["term"]: int(r["docs"]) for r in rows}
+        freqs = {r["term"]: int(r["docs"]) for r in rows if r["term"] is not None}
+        totals = next(r for r in rows if r["term"] is None)
+        return int(totals["docs"]), int(totals["tokens"]), freqs
 
     def doc_count(self, conn) -> int:
-        return self._totals(conn)[0]
+        return self._statistics(conn, [])[0]
 
     def doc_freq(self, conn, word: str) -> int:
-        return self._doc_freqs(conn, [stem(word)]).get(stem(word), 0)
+        return self._statistics(conn, [stem(word)])[2].get(stem(word), 0)
 
     def opens_with(self, conn, name: str) -> bool:
         """Whether some record's text starts with "<name>: " (a transcript speaker)."""
-        term = stem(name)
+        # The postings of records whose text opens with the word, then the prefix itself.
         sql = """
-            SELECT 1 FROM record_terms_matching(?::tsquery) t JOIN records r ON r.seq = t.seq
-            WHERE substr(r.text, 1, ?) = ? LIMIT 1
+            SELECT 1 FROM record_postings p JOIN records r ON r.seq = p.seq
+            WHERE p.term = ? AND p.own AND p.opens AND substr(r.text, 1, ?) = ? LIMIT 1
         """
-        return conn.execute(sql, (_tsquery([term]), len(name) + 2, f"{name}: ")).fetchone() is not None
+        return conn.execute(sql, (stem(name), len(name) + 2, f"{name}: ")).fetchone() is not None
 
 
 def _idf(count: int, freq: int) -> float:

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from memory_anchor.schemas.filters import TIME_RANGE
-from worker.store.dialect import POSTGRES, SQLITE, dialect_of, index_hint, limit_param
+from worker.store.dialect import POSTGRES, SQLITE, dialect_of, index_hint, limit_param, truth
 from worker.store.terms import index_record
 
 MAIN = "main"
@@ -227,12 +227,8 @@ def validate_branch_name(name: str) -> str:
     return name
 
 
-# Columns a backend keeps for itself: PostgreSQL's full-text vector of the text.
-BACKEND_COLUMNS = ("fts",)
-
-
 def row_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    record = {key: row[key] for key in row.keys() if key not in BACKEND_COLUMNS}
+    record = {key: row[key] for key in row.keys()}
     for key in ("data", "metadata"):
         value = record.get(key)
         record[key] = json.loads(value) if isinstance(value, str) and value else {}
@@ -456,31 +452,51 @@ class Records:
     @staticmethod
     def visible_seqs(conn: sqlite3.Connection, seqs: Iterable[int], view: View) -> set[int]:
         """Which of these row seqs are the visible, live version of their record in `view`."""
+        return set(Records.visible_heads(conn, seqs, view))
+
+    @staticmethod
+    def visible_heads(
+        conn: sqlite3.Connection,
+        seqs: Iterable[int],
+        view: View,
+        columns: str = "",
+        condition: tuple[str, list[Any]] | None = None,
+    ) -> dict[int, Any]:
+        """The rows among these seqs that are the visible, live version of their record in `view`,
+        by seq: `id`, `seq`, `branch`, `op` and the SQL `columns` of `records r`, and when a
+        `condition` (SQL over `r`, its params) is given, only the heads that meet it.
+
+        One statement reads the heads and what the caller wants of them: on a team database
+        every statement is a round trip to the server.
+        """
         seqs = {int(s) for s in seqs}
         if not seqs:
-            return set()
+            return {}
+        dialect = dialect_of(conn)
+        test, test_params = condition or (truth(dialect, True), [])
+        extra = f", {columns}" if columns else ""
         # Fetch every version of the candidates' ids through the (id, seq) index and
         # pick each id's head in Python: a per-candidate correlated subquery lets
         # SQLite walk the branch index instead, which is slow on a big branch.
-        heads: dict[str, tuple[int, str]] = {}
-        by_id = " INDEXED BY records_by_id" if dialect_of(conn) == SQLITE else ""
+        heads: dict[str, Any] = {}
+        by_id = " INDEXED BY records_by_id" if dialect == SQLITE else ""
         ordered = sorted(seqs)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             rows = conn.execute(
                 f"""
-                SELECT r.id, r.seq, r.branch, r.op FROM records r{by_id}
+                SELECT r.id, r.seq, r.branch, r.op, ({test}) AS meets{extra} FROM records r{by_id}
                 WHERE r.id IN (SELECT c.id FROM records c WHERE c.seq IN ({','.join('?' * len(chunk))}))
                 """,
-                chunk,
+                [*test_params, *chunk],
             ).fetchall()
-            for record_id, seq, branch, op in rows:
-                if not view.sees_row(branch, seq):
+            for row in rows:
+                if not view.sees_row(row["branch"], row["seq"]):
                     continue
-                head = heads.get(record_id)
-                if head is None or seq > head[0]:
-                    heads[record_id] = (seq, op)
-        return {seq for seq, op in heads.values() if op == "put" and seq in seqs}
+                head = heads.get(row["id"])
+                if head is None or row["seq"] > head["seq"]:
+                    heads[row["id"]] = row
+        return {row["seq"]: row for row in heads.values() if row["op"] == "put" and row["seq"] in seqs and row["meets"]}
 
     @staticmethod
     def query(

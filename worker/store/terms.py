@@ -115,6 +115,6 @@ def index_record(conn, row) -> None:
     own = [(tokens(row["text"]), "D"), (tokens(row["title"] or ""), "C")]
     vector, length = tsvector_literal([*own, (context, "B")])
     conn.execute(
-        "INSERT INTO record_terms(seq, terms, length, private) VALUES (?, ?::tsvector, ?, ?)",
-        (row["seq"], vector, length - len(context), row["private"]),
+        "INSERT INTO record_terms(seq, terms, length, private, author) VALUES (?, ?::tsvector, ?, ?, ?)",
+        (row["seq"], vector, length - len(context), row["private"], row["author"]),
     )

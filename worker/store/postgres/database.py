@@ -66,7 +66,8 @@ def _row_type(names: tuple[str, ...]) -> type[Row]:
     return type("Row", (Row,), {"__slots__": (), "_index": index})
 
 
-def _row_factory(cursor: psycopg.Cursor) -> Any:
+def row_factory(cursor: psycopg.Cursor) -> Any:
+    """psycopg's row factory for the store's rows (`Row`), whatever the connection's own is."""
     if cursor.description is None:
         return tuple
     return _row_type(tuple(column.name for column in cursor.description))
@@ -82,7 +83,7 @@ class Connection:
         self.transaction_started_at: float | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor:
-        cursor = self.raw.cursor()
+        cursor = self.raw.cursor(row_factory=row_factory)
         try:
             # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
             return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in params or ()))
@@ -116,7 +117,18 @@ class PostgresDatabase:
             self.url,
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True, "row_factory": _row_factory, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            kwargs={
+                "autocommit": True,
+                "row_factory": row_factory,
+                "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                # No server-side prepared statements: psycopg prepares a query run 5 times, and
+                # after 5 more PostgreSQL may plan it once for any parameters. A generic plan
+                # cannot know that `project = ?` keeps 5% of the rows or that a search's terms
+                # match thousands: keyword search went from 50 ms to 2.5 s at 20k records on
+                # its 11th run (a nested loop over every row, docs/benchmarks.md). Unnamed
+                # statements are planned for their values each time; planning costs ~0.5 ms.
+                "prepare_threshold": None,
+            },
             # A caller waits this long for a connection when the server went away, not the pool's 30 s.
             timeout=CONNECT_TIMEOUT_SECONDS,
             open=False,

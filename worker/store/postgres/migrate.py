@@ -38,8 +38,11 @@ from memory_anchor.schemas.portability import ExportEnd, ExportHeader, ExportRow
 from memory_anchor.version import __version__
 from worker.store.errors import StorageError
 from worker.store.portability import LEADING_TABLES, decode_value, encode_value
+from worker.store.postgres.database import Connection as StoreConnection
+from worker.store.postgres.database import row_factory
 from worker.store.postgres.schema import MEMBER_ROLE, WRITE_ORDER_LOCK
 from worker.store.records import MAIN, iso
+from worker.store.terms import index_record
 
 # This machine's, not the team's: never copied into a team database.
 LOCAL_TABLES = frozenset({"llm_usage", "quarantine", "inbox", "pending_vectors"})
@@ -170,6 +173,7 @@ class _Loader:
 
     def __init__(self, conn: psycopg.Connection, tables: list[str], author: str):
         self.conn = conn
+        self.store = StoreConnection(conn)  # the store's face of it, for index_record
         self.author = author
         self.types = {t: _column_types(conn, t) for t in tables}
         self.parents = _parents(conn)
@@ -207,7 +211,13 @@ class _Loader:
             self.conn.execute("SELECT setval('record_seq', %s, false)", (values["seq"],))
         names = ", ".join(f'"{n}"' for n in values)
         marks = ", ".join(["%s"] * len(values))
-        self.conn.execute(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', list(values.values()))
+        cursor = self.conn.cursor(row_factory=row_factory)
+        cursor.execute(f'INSERT INTO "{table}" ({names}) VALUES ({marks}) RETURNING *', list(values.values()))
+        if table == "records":
+            # Its keyword terms, as the store writes them with a record (SQLite's index is its own;
+            # the export does not carry it). Records come in seq order: the thread context of
+            # each, the records before it, is already there.
+            index_record(self.store, cursor.fetchone())
         self.copied[table] = self.copied.get(table, 0) + 1
 
     @staticmethod
