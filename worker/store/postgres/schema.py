@@ -40,6 +40,35 @@ RAW_CAPTURE_KINDS = ("prompt", "observation", "transcript")
 
 _RAW_KINDS_SQL = ", ".join(f"'{kind}'" for kind in RAW_CAPTURE_KINDS)
 
+
+def _privacy_set_by_trigger(table: str, rule: str) -> str:
+    """SQL that makes `table`'s rows as private as `rule` says, whatever their writer said.
+
+    `rule` is a boolean expression over the row's columns, each written `{row}column`
+    (the trigger reads NEW.column, the backfill the column itself). Rows written before
+    are backfilled as the owner, whom FORCE would otherwise keep from members' rows; a
+    member then reads and decides only shared rows and their own private ones.
+    """
+    return f"""
+        ALTER TABLE {table} ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
+        ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY;
+        UPDATE {table} SET private = {rule.format(row="")};
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE FUNCTION {table}_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.private := {rule.format(row="NEW.")};  -- whatever the writer said
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER {table}_before_insert BEFORE INSERT ON {table}
+            FOR EACH ROW EXECUTE FUNCTION {table}_before_insert();
+        DROP POLICY {table}_read ON {table};
+        DROP POLICY {table}_decide ON {table};
+        CREATE POLICY {table}_read ON {table} FOR SELECT TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+        CREATE POLICY {table}_decide ON {table} FOR UPDATE TO {MEMBER_ROLE}
+            USING (NOT private OR author = current_user);
+    """
+
 MIGRATIONS: list[Migration] = [
     (
         "0001_versioned_core",
@@ -482,23 +511,7 @@ MIGRATIONS: list[Migration] = [
         END $$;
 
         -- event_archive keeps an archived event's text: it is as private as the event.
-        ALTER TABLE event_archive ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
-        ALTER TABLE event_archive NO FORCE ROW LEVEL SECURITY;
-        UPDATE event_archive SET private = record_is_private(record_id);
-        ALTER TABLE event_archive FORCE ROW LEVEL SECURITY;
-        CREATE FUNCTION event_archive_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            NEW.private := record_is_private(NEW.record_id);  -- whatever the writer said
-            RETURN NEW;
-        END $$;
-        CREATE TRIGGER event_archive_before_insert BEFORE INSERT ON event_archive
-            FOR EACH ROW EXECUTE FUNCTION event_archive_before_insert();
-        DROP POLICY event_archive_read ON event_archive;
-        DROP POLICY event_archive_decide ON event_archive;
-        CREATE POLICY event_archive_read ON event_archive FOR SELECT TO {MEMBER_ROLE}
-            USING (NOT private OR author = current_user);
-        CREATE POLICY event_archive_decide ON event_archive FOR UPDATE TO {MEMBER_ROLE}
-            USING (NOT private OR author = current_user);
+        {_privacy_set_by_trigger("event_archive", "record_is_private({row}record_id)")}
 
         -- A session that states its next steps again withdraws its own still-open ones.
         GRANT DELETE ON open_items TO {MEMBER_ROLE};
@@ -511,23 +524,8 @@ MIGRATIONS: list[Migration] = [
         f"""
         -- A conflict names two facts and what they are about (fact_key, reason): it is as
         -- private as the more private of the two, set by the database like event_archive's.
-        ALTER TABLE conflicts ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
-        ALTER TABLE conflicts NO FORCE ROW LEVEL SECURITY;
-        UPDATE conflicts SET private = record_is_private(existing_id) OR record_is_private(candidate_id);
-        ALTER TABLE conflicts FORCE ROW LEVEL SECURITY;
-        CREATE FUNCTION conflicts_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            NEW.private := record_is_private(NEW.existing_id) OR record_is_private(NEW.candidate_id);
-            RETURN NEW;
-        END $$;
-        CREATE TRIGGER conflicts_before_insert BEFORE INSERT ON conflicts
-            FOR EACH ROW EXECUTE FUNCTION conflicts_before_insert();
-        DROP POLICY conflicts_read ON conflicts;
-        DROP POLICY conflicts_decide ON conflicts;
-        CREATE POLICY conflicts_read ON conflicts FOR SELECT TO {MEMBER_ROLE}
-            USING (NOT private OR author = current_user);
-        CREATE POLICY conflicts_decide ON conflicts FOR UPDATE TO {MEMBER_ROLE}
-            USING (NOT private OR author = current_user);
+        {_privacy_set_by_trigger("conflicts",
+                                 "record_is_private({row}existing_id) OR record_is_private({row}candidate_id)")}
         """,
     ),
     (
@@ -637,27 +635,8 @@ MIGRATIONS: list[Migration] = [
         -- waiting for a human is as private as the fact it names; a read-only agent's write
         -- waits for its own developer (it may be anything, a private note included); an
         -- identity change is the project's, shared. Set by the database, like conflicts'.
-        ALTER TABLE approvals ADD COLUMN private BOOLEAN NOT NULL DEFAULT true;
-        ALTER TABLE approvals NO FORCE ROW LEVEL SECURITY;
-        UPDATE approvals SET private = CASE
-            WHEN record_id IS NOT NULL THEN record_is_private(record_id)
-            ELSE kind <> 'identity_change' END;
-        ALTER TABLE approvals FORCE ROW LEVEL SECURITY;
-        CREATE FUNCTION approvals_before_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            NEW.private := CASE
-                WHEN NEW.record_id IS NOT NULL THEN record_is_private(NEW.record_id)
-                ELSE NEW.kind <> 'identity_change' END;  -- whatever the writer said
-            RETURN NEW;
-        END $$;
-        CREATE TRIGGER approvals_before_insert BEFORE INSERT ON approvals
-            FOR EACH ROW EXECUTE FUNCTION approvals_before_insert();
-        DROP POLICY approvals_read ON approvals;
-        DROP POLICY approvals_decide ON approvals;
-        CREATE POLICY approvals_read ON approvals FOR SELECT TO {MEMBER_ROLE}
-            USING (NOT private OR author = current_user);
-        CREATE POLICY approvals_decide ON approvals FOR UPDATE TO {MEMBER_ROLE}
-            USING (NOT private OR author = current_user);
+        {_privacy_set_by_trigger("approvals", "CASE WHEN {row}record_id IS NOT NULL "
+                                 "THEN record_is_private({row}record_id) ELSE {row}kind <> 'identity_change' END")}
 
         -- A rejected fact candidate quotes its source (a prompt, an observation, a
         -- transcript: raw captures, private by default) and is its author's diagnostics only.
