@@ -84,8 +84,9 @@ def run(args) -> int:
         plain = ClaudeHome(base / "plain", fake.base_url, developer_python=None)
         empty = ClaudeHome(base / "empty", fake.base_url, developer_python=None)
         plugin = ClaudeHome(base / "plugin", fake.base_url, developer_python=sys.executable)
-        plugin.install_plugin(copy_plugin(base / "clone"))
-        sources = {"with": base / "clone", "MCP only": base / "clone-MCP-only"}  # where their bridges run from
+        # The copies of the plugin with an MCP server, by variant: their bridges run from there.
+        sources = {"with": copy_plugin(base / "clone")}
+        plugin.install_plugin(sources["with"])
         empty.install_plugin(manifest_only(base / "empty-plugin"))
         order = [("without", plain), ("empty", empty), ("with", plugin)]
         if args.parts:
@@ -93,7 +94,10 @@ def run(args) -> int:
             # The MCP server starts through hooks/launch.sh: "MCP only" drops hooks.json, not the folder.
             for name, drop in (("hooks only", ".mcp.json"), ("MCP only", "hooks/hooks.json")):
                 home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=sys.executable)
-                home.install_plugin(without(copy_plugin(base / f"clone-{name.replace(' ', '-')}"), drop))
+                source = without(copy_plugin(base / f"clone-{name.replace(' ', '-')}"), drop)
+                home.install_plugin(source)
+                if drop != ".mcp.json":
+                    sources[name] = source
                 order.append((name, home))
             for name, build in (("idle hooks", idle_hooks), ("idle MCP", idle_mcp_server)):
                 home = ClaudeHome(base / name.replace(" ", "-"), fake.base_url, developer_python=None)
