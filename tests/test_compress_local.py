@@ -45,6 +45,17 @@ def test_bash_test_failure_is_a_discovery_with_failing_tests() -> None:
     assert "testing" in draft.concepts and "python" in draft.concepts
 
 
+def test_a_test_run_that_names_a_failing_test_without_a_count_failed() -> None:
+    """`pytest -x` stopped at the first failure; the output has its FAILED line and no summary."""
+    draft = local.compress_tool_use(
+        payload("Bash", {"command": "pytest tests/test_login.py -x"},
+                {"stdout": "FAILED test_login_expiry - AssertionError: token expired", "stderr": "", "interrupted": False})  # fmt: skip
+    )
+    assert draft.type == "discovery" and draft.outcome == "error"
+    assert draft.title == "Ran tests `pytest tests/test_login.py -x`: failed"
+    assert "Failing test: test_login_expiry" in draft.facts
+
+
 def test_bash_passing_tests_are_an_event() -> None:
     draft = local.compress_tool_use(
         payload("Bash", {"command": "npm test"}, {"stdout": "Tests: 12 passed, 12 total", "stderr": "", "interrupted": False})

@@ -340,7 +340,9 @@ def _bash(tool_input: dict[str, Any], response: Any) -> Fields:
     is_test = bool(_TEST_COMMAND.search(command))
     failed = _FAILED_COUNT.search(output)
     passed = _PASSED_COUNT.search(output)
-    tests_failed = is_test and (errored or bool(failed and failed.group(1) != "0"))
+    # A run cut short (`-x`, a crash) may print a failing test's line and no summary count.
+    failing = _unique((m.group(1) for m in map(_FAILED_TEST.match, _lines(output)) if m), 5) if is_test else []
+    tests_failed = is_test and (errored or bool(failed and failed.group(1) != "0") or bool(failing))
     errored = errored or tests_failed
     outcome = "interrupted" if interrupted else "error" if errored else "ok"
     facts: list[str] = []
@@ -355,7 +357,6 @@ def _bash(tool_input: dict[str, Any], response: Any) -> Fields:
         label = ", ".join(verdict) or ("failed" if tests_failed else "passed" if outcome == "ok" else outcome)
         title = f"Ran tests `{short_cmd}`: {label}"
         facts.append(f"Tests `{short_cmd}` {('failed' if tests_failed else 'passed')}: {label}")
-        failing = _unique((m.group(1) for m in map(_FAILED_TEST.match, _lines(output)) if m), 5)
         facts += [f"Failing test: {name}" for name in failing]
         kind = "discovery" if tests_failed else "event"
     else:
