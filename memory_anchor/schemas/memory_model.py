@@ -360,6 +360,7 @@ class ExtractedFact(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     subject: str | None = Field(None, max_length=300)
     category: str | None = None
+    quote: str | None = Field(None, max_length=2000, description="The user's own words a rule or decision stands on")
 
 
 class ExtractionReply(BaseModel):
