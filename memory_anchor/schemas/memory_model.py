@@ -245,6 +245,7 @@ class FactIn(_Strict):
     when: Timestamp | None = None
     branch: str | None = None
     tags: list[str] = Field(default_factory=list)
+    quote: str | None = Field(None, max_length=2000, description="The user's own words a standing rule stands on")
 
 
 class FactUpdate(_Strict):

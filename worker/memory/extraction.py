@@ -384,6 +384,8 @@ class FactExtractor:
                         "reason": verdict.reason}  # fmt: skip
             if verdict.confidence is not None:
                 candidate.confidence = verdict.confidence
+            if verdict.source:
+                candidate.quote = verdict.source  # kept with the fact: the user's sentence it stands on
         target = None
         if decision.target is not None and decision.event in ("UPDATE", "DELETE"):
             target = candidate.numbered.get(decision.target)
@@ -402,12 +404,13 @@ class FactExtractor:
             category=candidate.category, target=target, new_text=decision.text, project=material.project,
             branch=material.branch, agent_id=agent_id, actor=actor, session_id=material.session_id,
             source_id=material.source_id, source=material.source, observed_at=observed_at, reason=reason,
+            quote=candidate.quote,
         )  # fmt: skip
 
     def apply_decision(self, conn, *, event: str, text: str, confidence: float, subject: str | None, category: str | None,
                        target: dict[str, Any] | None, new_text: str | None, project: str, branch: str, agent_id: str,
                        actor: str, session_id: str | None, source_id: str | None, source: str, observed_at: float,
-                       reason: str) -> dict[str, Any]:  # fmt: skip
+                       reason: str, quote: str | None = None) -> dict[str, Any]:  # fmt: skip
         """Carry out one ADD/UPDATE/DELETE/NONE under the confidence and conflict rules."""
         if event == "NONE":
             return {"id": target["id"] if target else None, "memory": text, "event": "NONE"}
@@ -415,7 +418,7 @@ class FactExtractor:
             stored = self.facts.add(
                 FactIn(text=text, confidence=confidence, subject=subject, category=category, project=project,
                        agent_id=agent_id, session_id=session_id, source="prompt" if source == "prompt" else "ai",
-                       source_id=source_id, branch=branch),
+                       source_id=source_id, branch=branch, quote=quote),
                 actor=actor, conn=conn, reason=reason if event == "ADD" else f"ADD (no valid target): {reason}",
             )  # fmt: skip
             if stored["status"] == "rejected":

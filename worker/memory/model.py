@@ -38,6 +38,7 @@ from worker.memory.finder import Finder
 from worker.memory.identity import IdentityService, refuse_agent_identity_write
 from worker.memory.open_items import OpenItems
 from worker.memory.provenance import Prompt
+from worker.memory.source_recheck import recheck_standing
 from worker.memory.operations import OperationsIndex
 from worker.memory.relations import RelationStore
 from worker.memory.retrieval import Retrieval
@@ -388,11 +389,13 @@ class MemoryModel:
     # --- maintenance ----------------------------------------------------------------------------
 
     def maintain(self, at: float | None = None) -> dict[str, int]:
-        """The periodic job: archive expired events, purge old identity removals, sweep L1."""
+        """The periodic job: archive expired events, purge old identity removals, sweep L1, and hold
+        rules an earlier version extracted to the source rule (source_recheck.py)."""
         return {
             "events_archived": self.events.archive_expired(at),
             "identity_purged": self.identity.purge_expired(at),
             "active_context_expired": self.active.sweep(),
+            "rules_sent_for_approval": recheck_standing(self.db, self.approvals),
         }
 
 

@@ -168,7 +168,8 @@ def passages(prompt: str) -> list[Passage]:
         if material is not None:
             # Material runs to the end, but for a short last paragraph: the user speaking again after the paste.
             last = (index == len(blocks) - 1 and out[-1].why != "heading" and len(block) <= OWN_PARAGRAPH
-                    and not _INTRODUCER.search(first))  # fmt: skip
+                    and not _INTRODUCER.search(first) and not _SHOUTED_HEADING.match(first)
+                    and not _MARKDOWN_HEADING.match(first))  # fmt: skip
             out.append(Passage(block, True, "own") if last else Passage(block, False, f"after {material!r}"))
             continue
         introducer = next((line for line in lines if _INTRODUCER.search(line.strip()) or _SHOUTED_HEADING.match(line)), None)

@@ -778,7 +778,9 @@ def summarize_session(
                 [d.summary for d in discoveries if d.outcome == "error"]), 5)
     )  # fmt: skip
     completed = "; ".join(_unique(outcome.done + [d.title for d in changes], 8))
-    changed = _unique((f for d in drafts for f in d.files_modified), MAX_FILES)
+    # Files edited in place first (the fix), then files written or touched otherwise (new files, scratch scripts).
+    edited = [f for d in drafts if d.tool_name in ("Edit", "MultiEdit", "NotebookEdit") for f in d.files_modified]
+    changed = _unique(edited + [f for d in drafts for f in d.files_modified], MAX_FILES)
     files = _unique(changed + [f for d in drafts for f in d.files_read], MAX_FILES)
     summary = SessionSummaryDraft(
         request=request,
