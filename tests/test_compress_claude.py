@@ -207,9 +207,25 @@ def test_session_summary_with_claude(fake_anthropic, db) -> None:
     assert summary.distilled_by == "claude"
     assert summary.learned == "Coupons were counted twice" and summary.next_steps == "Release 1.2; Update docs"
     assert summary.files == ["app/cart.py"]
-    assert summary.text.startswith("Request: Fix the coupon bug") and "Learned: Coupons were counted twice" in summary.text
+    # What was asked stays in the user's words, never Claude's paraphrase.
+    assert summary.text.startswith("Request: fix the coupon bug, token [REDACTED")
+    assert "Learned: Coupons were counted twice" in summary.text
     sent = request_text(fake_anthropic.messages()[0])
     assert SECRET not in sent and "Edited app/cart.py" in sent and "Done. Next: release." in sent
+
+
+def test_claude_summary_keeps_no_passing_plan_as_a_next_step_and_no_narration_as_a_cause(fake_anthropic, db) -> None:
+    """The code holds Claude's summary to what the prompt asks, whatever the reply says."""
+    fake_anthropic.enqueue(json_reply({
+        "done": ["Fixed the serializer for nested class methods"],
+        "root_causes": ["The Reproducer confirmed the error and the Debugger identified the function",
+                        "FunctionTypeSerializer used __name__ instead of __qualname__ for class methods"],
+        "next_steps": ["The next step is to have the Tester verify the fix", "I'll run the full suite next",
+                       "Backport the fix to the 4.2 branch"],
+    }))  # fmt: skip
+    summary = distiller(db).session_summary(["fix the migration serializer"], [], "Fixed it.")
+    assert summary.root_causes == ["FunctionTypeSerializer used __name__ instead of __qualname__ for class methods"]
+    assert summary.next == ["Backport the fix to the 4.2 branch"]
 
 
 def test_session_summary_failure_falls_back_to_local(fake_anthropic, db) -> None:

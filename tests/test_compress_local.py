@@ -231,9 +231,33 @@ def test_session_summary_from_prompts_and_observations() -> None:
     assert "Read app/cart.py" in summary.investigated
     assert "Failing test: tests/test_cart.py::test_x" in summary.learned
     assert "Edited app/cart.py" in summary.completed and "Created docs/coupons.md" in summary.completed
-    assert "release 1.2" in summary.next_steps and "Write changelog" in summary.next_steps
-    assert summary.files[:2] == ["app/cart.py", "docs/coupons.md"]
+    # A todo item is the agent's working plan, not work the session left: never a next step.
+    assert summary.next == ["release 1.2 after review"] and "Write changelog" not in summary.text
+    assert summary.files_changed == ["app/cart.py", "docs/coupons.md"] and summary.files[:2] == summary.files_changed
+    assert summary.tests == ["`pytest -q`: 1 failed"]
     assert summary.text.startswith("Request: Fix the coupon bug") and summary.distilled_by == "local"
+
+
+def test_a_session_line_says_what_was_asked_and_what_came_of_it() -> None:
+    """A pasted issue is asked by its title; the tests the session turned around and the files it changed are its result."""
+    issue = ("We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n"
+             "Migrations uses value of enum object instead of its name.\nDescription\n\t\nWhen using Enum objects as a "
+             "default value for a CharField, the generated migration file uses the value of the Enum object instead of "
+             "its name.\n\nINSTRUCTION:\nNever change the tests.")  # fmt: skip
+    run = lambda out, code: local.compress_tool_use(payload("Bash", {"command": "python -m pytest tests/migrations -q"},  # noqa: E731
+                                                            {"stdout": out, "stderr": "", "exit_code": code}))  # fmt: skip
+    drafts = [
+        run("F.\nFAILED tests/migrations/test_writer.py::test_enum - AssertionError\n1 failed, 1 passed", 1),
+        local.compress_tool_use(payload("Edit", {"file_path": "django/db/migrations/serializer.py", "old_string": "v.value",
+                                                 "new_string": "v.name"}, {})),  # fmt: skip
+        run("..\n2 passed in 0.3s", 0),
+    ]
+    summary = local.summarize_session([issue], drafts, "The Programmer has made the necessary edits. The next step is "
+                                      "to have the Tester verify if the issue has indeed been resolved.")  # fmt: skip
+    assert summary.request == "Migrations uses value of enum object instead of its name."
+    assert summary.files_changed == ["django/db/migrations/serializer.py"]
+    assert summary.tests == ["`python -m pytest tests/migrations -q`: 2 passed (failed before)"]
+    assert summary.next == [] and summary.root_causes == []  # the agents' plan and narration are not an outcome
 
 
 def test_session_summary_of_nothing() -> None:

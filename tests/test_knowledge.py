@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from worker.memory.cues import covers, session_outcome, standing_statements
+from worker.memory.cues import covers
+from worker.memory.instructions import standing_statements
+from worker.memory.outcomes import session_outcome
 from worker.memory.open_items import OpenItems
 from worker.memory.text import clip, is_boundary
 
@@ -61,7 +63,7 @@ def test_labels_inside_a_paragraph_are_not_kept_in_the_outcome():
 
 @pytest.mark.parametrize("message, cause, step", [
     ("根本原因：缓存的 TTL 设置成了 0。\n下一步：给 Redis 加上监控。", "缓存的 TTL 设置成了 0", "给 Redis 加上监控"),
-    ("原因は接続プールの上限でした。次は負荷テストを追加します。", "原因は接続プールの上限でした", "次は負荷テストを追加します"),
+    ("原因は接続プールの上限でした。残タスク：負荷テストの追加。", "原因は接続プールの上限でした", "負荷テストの追加"),
     ("원인은 타임존 변환 누락이었습니다. 다음 단계: 마이그레이션 스크립트 작성", "원인은 타임존 변환 누락이었습니다",
      "마이그레이션 스크립트 작성"),
 ])  # fmt: skip
@@ -93,15 +95,40 @@ def test_open_items_close_when_a_later_session_does_them(store_db):
     with db.transaction() as conn:
         items.record_outcome(conn, project="p", branch="main", session_id="s1",
                              next_steps=["add a regression test for zero-priced items", "update CHANGELOG.md"], done=[])  # fmt: skip
-    with db.transaction() as conn:  # restated next steps are not opened twice; done ones close
+    with db.transaction() as conn:  # done ones close; a restated one is reaffirmed, not opened twice
         result = items.record_outcome(conn, project="p", branch="main", session_id="s2",
                                       next_steps=["Update the CHANGELOG.md"],
                                       done=["Added the regression test for zero-priced items"])  # fmt: skip
-    assert result == {"opened": 0, "closed": 1}
-    assert [i["text"] for i in items.open("p")] == ["update CHANGELOG.md"]
-    [closed] = items.closed("p")
-    assert closed["closed_by"] == "s2" and "regression" in closed["closed_because"]
+    assert result == {"opened": 1, "closed": 1}
+    [step] = items.open("p")
+    assert (step["text"], step["session_id"]) == ("Update the CHANGELOG.md", "s2")
+    done, restated = sorted(items.closed("p"), key=lambda i: i["text"])
+    assert done["closed_by"] == "s2" and "regression" in done["closed_because"]
+    assert restated["text"] == "update CHANGELOG.md" and restated["closed_because"].startswith("restated: ")
+    with db.transaction() as conn:  # s2's last word leaves nothing: the step it had reaffirmed is s1's again
+        items.record_outcome(conn, project="p", branch="main", session_id="s2", next_steps=[], done=[])
+    assert [(i["text"], i["session_id"]) for i in items.open("p")] == [("update CHANGELOG.md", "s1")]
     assert covers("缓存已切换到 Redis，压测缓存命中率完成", "压测缓存命中率")
+
+
+STEPS = ["add a retry to the webhook sender", "document the cache flags", "pin the redis client",
+         "split the settings module", "translate the signup form", "profile the search endpoint", "rotate the staging keys"]
+
+
+def test_next_steps_nobody_reaffirms_age_out_of_the_briefing(store_db):
+    """Freshness counts against the project's latest work, so history imported from long ago still briefs its last steps."""
+    items = OpenItems(store_db)
+    day = 86_400.0
+    old, recent = 1_600_000_000.0, 1_600_000_000.0 + 30 * day
+    with store_db.transaction() as conn:
+        items.record_outcome(conn, project="p", branch="main", session_id="s1", next_steps=["migrate the old cron jobs"],
+                             done=[], at=old)  # fmt: skip
+        for n, step in enumerate(STEPS):
+            items.record_outcome(conn, project="p", branch="main", session_id=f"s{n + 2}", next_steps=[step], done=[],
+                                 at=recent + n)  # fmt: skip
+    fresh = items.fresh("p", reference=recent + 10)
+    assert [i["text"] for i in fresh] == STEPS[::-1][:5]
+    assert "migrate the old cron jobs" in [i["text"] for i in items.open("p", limit=50)]  # aged out, not lost
 
 
 # --- the briefing under pressure: budgets, repeats, supersession -------------------------------

@@ -98,6 +98,19 @@ class HookPayload(RootModel[Annotated[Union[tuple(EVENT_MODELS.values())], Field
     (for the document; the handler checks it with accepted_event, which names the field)."""
 
 
+# UserPromptSubmit's `source` (Claude Code 2.1.x) when a person typed the prompt; absent means the same.
+PERSON_PROMPT_SOURCES = (None, "user")
+
+
+def typed_by_person(value: dict[str, Any]) -> bool:
+    """Did a person type this prompt? `value`: a UserPromptSubmit payload (its `source`) or a
+    prompt record (`data.prompt_source`). A prompt the SDK, a schedule or a wake-up sent is not
+    the user's ask: it never becomes their rule, nor what a session line says they asked."""
+    data = value.get("data") if isinstance(value.get("data"), dict) else {}
+    source = value.get("source") if "hook_event_name" in value else data.get("prompt_source")
+    return source in PERSON_PROMPT_SOURCES
+
+
 class EventRefused(ValueError):
     """A hook payload the worker cannot accept; the message names the event kind and the field."""
 

@@ -245,6 +245,7 @@ class FactIn(_Strict):
     when: Timestamp | None = None
     branch: str | None = None
     tags: list[str] = Field(default_factory=list)
+    quote: str | None = Field(None, max_length=2000, description="The user's own words a standing rule stands on")
 
 
 class FactUpdate(_Strict):
@@ -360,6 +361,7 @@ class ExtractedFact(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     subject: str | None = Field(None, max_length=300)
     category: str | None = None
+    quote: str | None = Field(None, max_length=2000, description="The user's own words a rule or decision stands on")
 
 
 class ExtractionReply(BaseModel):

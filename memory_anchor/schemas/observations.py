@@ -116,6 +116,9 @@ class SessionSummaryDraft(BaseModel):
     done: list[str] = Field(default_factory=list, description="The outcome: what the session says it did")
     root_causes: list[str] = Field(default_factory=list, description="Root causes found")
     next: list[str] = Field(default_factory=list, description="Next steps, one per item (open items)")
+    files_changed: list[str] = Field(default_factory=list, description="Files the session edited or wrote, as its tool uses show")
+    tests: list[str] = Field(default_factory=list, description="Test runs and their last verdict (`pytest -q`: 120 passed)")
+    asks_user: bool = Field(False, description="Claude's last message ended with a question to the user")
     text: str = Field("", description="The summary as one readable text (indexed)")
     distilled_by: DistilledBy = "local"
 
@@ -126,6 +129,8 @@ class SessionSummaryDraft(BaseModel):
             ("Investigated", self.investigated),
             ("Learned", self.learned),
             ("Completed", self.completed),
+            ("Changed", ", ".join(self.files_changed)),
+            ("Tests", "; ".join(self.tests)),
             ("Root causes", "; ".join(self.root_causes)),
             ("Next steps", self.next_steps),
             ("Files", ", ".join(self.files)),

@@ -4,7 +4,8 @@ Rules and decisions are verified facts of the standing categories (rule,
 decision, preference, convention), whether the user stated them in a prompt
 (local cue words) or Claude extracted them; a later change of mind has already
 superseded the old version, so only the current one is listed. Open next steps
-are the open items sessions left (worker/memory/open_items.py).
+are the open items sessions left undone at their end (worker/memory/open_items.py),
+a handful, the freshest first.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 from worker.context.layers import standing_facts, when
 from worker.context.model import ContextRequest, Section
 from worker.memory.text import clip
+from worker.store.records import Records
+
+NEXT_STEPS = 5  # a handful, the freshest first; older ones age out (OpenItems.fresh)
 
 LABELS = {"rule": "rule", "convention": "rule", "decision": "decision", "preference": "preference"}
 
@@ -32,7 +36,9 @@ def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
     model = request.memory
     if model is None:
         return None
-    items = model.open_items.open(request.project, limit=15, conn=conn)
+    latest = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=1)
+    reference = latest[0].get("happened_at") if latest else None
+    items = model.open_items.fresh(request.project, reference=reference, limit=NEXT_STEPS, conn=conn)
     if not items:
         return None
     lines = [f"- {clip(item['text'], 220)} (open since {when(item['opened_at'])})" for item in items]

@@ -24,6 +24,7 @@ from worker.store.records import resolve_view
 RECALL_KINDS = ["observation", "summary", "fact", "event", "memory"]
 MAX_RULES = 3
 LINE_CHARS = 300
+SESSION_LINE_CHARS = 420
 
 
 def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
@@ -71,8 +72,8 @@ def recall_line(record: dict[str, Any]) -> str:
         return f"[{LABELS[record['type']]}] {clip(record['text'], LINE_CHARS)}"
     if kind == "observation":
         return f"[{record.get('type') or 'observation'}] {clip(activity_text(record), LINE_CHARS)}"
-    if kind == "summary":
-        return "[session] " + clip(outcome_line(record)[2:], LINE_CHARS)
+    if kind == "summary":  # a session says more: what was asked, why it broke, what changed
+        return "[session] " + clip(outcome_line(record)[2:], SESSION_LINE_CHARS)
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
 
 

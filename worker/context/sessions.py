@@ -28,21 +28,37 @@ def _known(text: str, facts: list[str]) -> bool:
     return any(text in fact for fact in facts)
 
 
+def relative(path: str, project: str | None) -> str:
+    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`)."""
+    root = (project or "").rstrip("/")
+    return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
+
+
 def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
-    """One session's outcome; root causes already among the verified facts (`known`) are not repeated."""
+    """One session: what was asked, the root cause found, what changed, what the tests said, what was done and left.
+
+    Root causes already among the verified facts (`known`) are not repeated.
+    """
     data = summary.get("data") or {}
     parts = []
     request = str(data.get("request") or "").split(" | then: ")[0]
     if request:
         parts.append(f"asked: {clip(request, 110)}")
-    done = [d for d in data.get("done") or [] if isinstance(d, str)]
-    if done:
-        parts.append("done: " + "; ".join(clip(d, 110) for d in done[:3]))
-    elif data.get("completed"):
-        parts.append(f"done: {clip(str(data['completed']), 160)}")
     causes = [c for c in data.get("root_causes") or [] if isinstance(c, str) and not _known(c, known)]
     if causes:
         parts.append("root cause: " + "; ".join(clip(c, 160) for c in causes[:2]))
+    changed = [relative(f, summary.get("project")) for f in data.get("files_changed") or [] if isinstance(f, str)]
+    if changed:
+        more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
+        parts.append("changed: " + ", ".join(clip(f, 80) for f in changed[:4]) + more)
+    tests = [t for t in data.get("tests") or [] if isinstance(t, str)]
+    if tests:
+        parts.append("tests: " + "; ".join(clip(t, 90) for t in tests[-2:]))
+    done = [d for d in data.get("done") or [] if isinstance(d, str)]
+    if done:
+        parts.append("done: " + "; ".join(clip(d, 110) for d in done[:3]))
+    elif data.get("completed") and not changed:
+        parts.append(f"done: {clip(str(data['completed']), 160)}")
     steps = [n for n in data.get("next") or [] if isinstance(n, str)]
     if steps:
         parts.append("next: " + "; ".join(clip(n, 100) for n in steps[:3]))
@@ -57,7 +73,7 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
         return None
     known = [f["text"] for f in facts_of_types(conn, view, request.project, ("bugfix",), limit=100)]
     lines = [outcome_line(r, known) for r in page]
-    return Section("summaries", "Last sessions (asked · done · root cause · next)", lines, share=0.3)
+    return Section("summaries", "Last sessions (asked · root cause · changed · tests · done · next)", lines, share=0.3)
 
 
 @functools.lru_cache(maxsize=4096)  # every SessionStart re-reads the same recent observations

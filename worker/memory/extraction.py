@@ -4,11 +4,15 @@ Material (observations, a session summary, a PreCompact transcript, mem0
 messages) goes through two steps:
 
 1. *extract*: with Claude, a small model proposes standalone facts with a
-   confidence; without Claude, the local path reads the user's standing
-   instructions and decisions out of prompts by cue words (`cues.py`, English,
-   Chinese, Japanese, Korean) and takes observations an agent wrote on purpose
-   (decision, bugfix, ...) as facts. A captured tool use (a file created,
-   edited or read, a command run) is an observation, never a fact;
+   confidence (and, for a rule or decision, the user's words it stands on);
+   without Claude, the local path reads the user's standing instructions and
+   decisions out of the own words of prompts (`instructions.py`, English by
+   form, Chinese, Japanese and Korean by cue words) and takes observations an
+   agent wrote on purpose (decision, bugfix, ...) as facts. A captured tool use
+   (a file created, edited or read, a command run) is an observation, never a
+   fact. Every candidate, Claude's included, then passes the source rule
+   (`provenance.py`): a standing rule only on the user's own words, no fact
+   that narrates the agent's process;
 2. *decide*: each candidate is compared with the most similar existing facts and
    gets an action: ADD, UPDATE (a new version supersedes the old), DELETE
    (invalidate) or NONE. With Claude the model decides; locally, a near-duplicate
@@ -46,8 +50,9 @@ from memory_anchor.schemas.memory_model import (
 from memory_anchor.schemas.observations import TYPE_TO_LAYER
 from worker.memory.common import DEFAULT_AGENT, agent_actor, now, text_similarity
 from worker.memory.conflicts import ConflictService, settle
-from worker.memory.cues import standing_statements
+from worker.memory.instructions import standing_statements
 from worker.memory.facts import FactStore
+from worker.memory.provenance import Prompt, check
 from worker.store.db import Database
 from worker.store.records import MAIN, Records, resolve_view
 
@@ -65,23 +70,35 @@ _CHANGE_OF_MIND = re.compile(
 # Tools whose use is captured: what they did is an observation, never a fact.
 CAPTURED_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",
                             "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite"})  # fmt: skip
+AGENT_CATEGORY = {"decision": "design"}
 LOCAL_CONFIDENCE = 0.9  # a decision/bugfix/refactor observation states what was done
 MAX_MATERIAL_CHARS = 24_000
 SIMILAR_PER_CANDIDATE = 5
 
 EXTRACT_SYSTEM = """You extract durable knowledge about a software project from an AI coding session.
-A fact is a standalone statement that stays true beyond this session: a standing instruction of
-the user ("always run ruff before committing", "never push to main"), a decision and its reason,
-the root cause and fix of a bug, a convention, a configuration, a dependency, a preference.
-The user's prompts are the main source of instructions and decisions; state them as rules
-("Always …", "Never …", "We deploy with …"). Do not extract: that a file was created, edited or
-read, that a command ran, guesses, feelings, transient state ("tests are running"), next steps,
-secrets, or anything phrased as a question. Give each fact a confidence between 0 and 1: 0.9 or
-more only when the material states it plainly; 0.7-0.9 when it is inferred; below 0.7 when
-uncertain. `subject` names what the fact is about in two to five words (e.g. "deployment").
-Write each fact in the language the user wrote it in.
+Two kinds of facts, held to different sources:
+1. Standing rules, decisions, conventions and preferences (category rule, decision, convention,
+   preference). Only what the USER said, in their own words, as a lasting instruction for how to
+   work on this project ("always run ruff before committing", "never push to main", "we deploy
+   with fly.io", "use pnpm, not npm"). Give its source in "quote": the user's exact words, copied
+   from a user prompt. Never take one from: text the user pasted (bug reports, issues, logs,
+   stack traces, documents, transcripts); Claude Code's own text (caveats, <command-name>
+   wrappers, hook feedback, skill bodies, system reminders, summaries of earlier conversation);
+   tool output; the assistant's messages; a fragment. A request for the task at hand ("fix the
+   login bug", "use the second option", "don't commit yet") is not a standing rule, and nor is a
+   reply that picks among options Claude offered, unless it says it should last.
+2. Other facts (category bugfix, configuration, other): what the session established about the
+   project, in the project's terms: the root cause of a bug and its fix, where something lives,
+   how something works, a dependency or configuration. Never the agent narrating its own process
+   ("the tests were run", "the Debugger identified the function", "the issue was reproduced"),
+   never that a file was created, edited or read, never plans or next steps.
+Do not extract guesses, feelings, transient state, secrets, or anything phrased as a question.
+Give each fact a confidence between 0 and 1: 0.9 or more only when the material states it
+plainly; 0.7-0.9 when it is inferred; below 0.7 when uncertain. `subject` names what the fact is
+about in two to five words (e.g. "deployment"). Write each fact in the language the user wrote it
+in. When nothing qualifies, reply with an empty list: most sessions give no standing rule.
 Reply with JSON only: {"facts": [{"text": str, "confidence": number, "subject": str, "category":
-"rule"|"decision"|"bugfix"|"convention"|"configuration"|"preference"|"other"}]}"""
+"rule"|"decision"|"bugfix"|"convention"|"configuration"|"preference"|"other", "quote": str|null}]}"""
 
 DECIDE_SYSTEM = """You manage the fact memory of a software project. For each candidate fact you see
 the most similar existing facts, each with a number. Decide one event per candidate:
@@ -101,7 +118,7 @@ class Material:
     source: str  # prompt | observation | summary | transcript | messages
     text: str = ""
     observations: list[dict[str, Any]] = field(default_factory=list)
-    prompts: list[str] = field(default_factory=list)  # the session's user prompts (summary material)
+    prompts: list[Prompt | str] = field(default_factory=list)  # the session's typed prompts (summary material)
     root_causes: list[str] = field(default_factory=list)  # a session's outcome, already read (local path)
     project: str = ""
     agent_id: str | None = None
@@ -109,6 +126,16 @@ class Material:
     branch: str = MAIN
     source_id: str | None = None
     observed_at: float | None = None
+    answers_a_question: bool = False  # `text` (a prompt) replies to a question Claude asked
+
+    def user_prompts(self) -> list[Prompt]:
+        """What the user typed in this material: the only source a standing rule may have."""
+        out = [p if isinstance(p, Prompt) else Prompt(p) for p in self.prompts]
+        if self.source == "prompt" and self.text:
+            out.insert(0, Prompt(self.text, self.answers_a_question))
+        elif self.source == "messages":  # mem0 messages: the user's role, one message a line
+            out += [Prompt(line.split(":", 1)[1].strip()) for line in self.text.splitlines() if line.startswith("user:")]
+        return out
 
 
 @dataclass
@@ -119,6 +146,7 @@ class Candidate:
     category: str | None = None
     similar: list[dict[str, Any]] = field(default_factory=list)
     replaces: list[str] = field(default_factory=list)  # terms an earlier rule said that this one drops
+    quote: str | None = None  # the user's words a standing rule stands on (Claude gives them)
     decision: FactDecision | None = None
     decided_by: str = "local"
     numbered: dict[int, dict[str, Any]] = field(default_factory=dict)  # the model's numbers → existing facts
@@ -172,7 +200,8 @@ class FactExtractor:
         reply = self._ask(client, EXTRACT_SYSTEM, prompt, ExtractionReply)
         if reply is None:
             return None
-        candidates = [Candidate(f.text.strip(), f.confidence, f.subject, f.category) for f in reply.facts if f.text.strip()]
+        candidates = [Candidate(f.text.strip(), f.confidence, f.subject, f.category, quote=f.quote)
+                      for f in reply.facts if f.text.strip()]  # fmt: skip
         numbered: list[dict[str, Any]] = []  # existing facts as the model sees them: index = number
         for candidate in candidates:
             candidate.similar = self._similar(candidate.text, material)
@@ -238,7 +267,8 @@ class FactExtractor:
         return decision
 
     def _material_prompt(self, material: Material) -> str:
-        parts = [f"User prompt: {p}" for p in material.prompts[-30:]]
+        parts = [f"User prompt{' (a reply to a question Claude asked)' if p.answers_a_question else ''}: {p.text}"
+                 for p in material.user_prompts()[-30:] if material.source != "prompt" or p.text != material.text]  # fmt: skip
         for obs in material.observations:
             parts.append(f"- [{_obs_type(obs)}] {_obs_summary(obs)}")
             for extra in (_obs_data(obs).get("facts") or [])[:5]:
@@ -266,8 +296,8 @@ class FactExtractor:
     @staticmethod
     def _local_candidates(material: Material) -> list[Candidate]:
         out = []
-        for text in ([material.text] if material.source == "prompt" else []) + material.prompts:
-            for statement in standing_statements(text):
+        for prompt in material.user_prompts() if material.source != "messages" else []:
+            for statement in standing_statements(prompt.text, answers_a_question=prompt.answers_a_question):
                 out.append(Candidate(statement.text, statement.confidence, None, CATEGORY_OF[statement.kind],
                                      replaces=statement.replaces))  # fmt: skip
         for cause in material.root_causes:  # stated by Claude's last message: plain, not inferred
@@ -279,7 +309,8 @@ class FactExtractor:
             text = _obs_summary(obs)
             if text:
                 confidence = float(_obs_data(obs).get("confidence") or LOCAL_CONFIDENCE)
-                out.append(Candidate(text, confidence, None, kind))
+                # An agent's own decision is a design choice on record, never a standing rule (only the user gives those).
+                out.append(Candidate(text, confidence, None, AGENT_CATEGORY.get(kind, kind)))
         return out
 
     @staticmethod
@@ -344,6 +375,17 @@ class FactExtractor:
 
     def _apply_one(self, conn, material, candidate: Candidate, actor, agent_id, observed_at, read_only) -> dict[str, Any]:
         decision = candidate.decision or FactDecision(candidate=0, event="ADD")
+        if decision.event != "NONE":
+            verdict = check(candidate.text, candidate.category, candidate.confidence, candidate.quote, material.user_prompts())
+            if not verdict.allowed:
+                self.facts.log_rejection(conn, candidate.text, candidate.confidence, project=material.project,
+                                         agent_id=agent_id, source=material.source, reason=verdict.reason)  # fmt: skip
+                return {"id": None, "memory": candidate.text, "event": "REJECTED", "status": "rejected",
+                        "reason": verdict.reason}  # fmt: skip
+            if verdict.confidence is not None:
+                candidate.confidence = verdict.confidence
+            if verdict.source:
+                candidate.quote = verdict.source  # kept with the fact: the user's sentence it stands on
         target = None
         if decision.target is not None and decision.event in ("UPDATE", "DELETE"):
             target = candidate.numbered.get(decision.target)
@@ -362,12 +404,13 @@ class FactExtractor:
             category=candidate.category, target=target, new_text=decision.text, project=material.project,
             branch=material.branch, agent_id=agent_id, actor=actor, session_id=material.session_id,
             source_id=material.source_id, source=material.source, observed_at=observed_at, reason=reason,
+            quote=candidate.quote,
         )  # fmt: skip
 
     def apply_decision(self, conn, *, event: str, text: str, confidence: float, subject: str | None, category: str | None,
                        target: dict[str, Any] | None, new_text: str | None, project: str, branch: str, agent_id: str,
                        actor: str, session_id: str | None, source_id: str | None, source: str, observed_at: float,
-                       reason: str) -> dict[str, Any]:  # fmt: skip
+                       reason: str, quote: str | None = None) -> dict[str, Any]:  # fmt: skip
         """Carry out one ADD/UPDATE/DELETE/NONE under the confidence and conflict rules."""
         if event == "NONE":
             return {"id": target["id"] if target else None, "memory": text, "event": "NONE"}
@@ -375,7 +418,7 @@ class FactExtractor:
             stored = self.facts.add(
                 FactIn(text=text, confidence=confidence, subject=subject, category=category, project=project,
                        agent_id=agent_id, session_id=session_id, source="prompt" if source == "prompt" else "ai",
-                       source_id=source_id, branch=branch),
+                       source_id=source_id, branch=branch, quote=quote),
                 actor=actor, conn=conn, reason=reason if event == "ADD" else f"ADD (no valid target): {reason}",
             )  # fmt: skip
             if stored["status"] == "rejected":

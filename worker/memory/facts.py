@@ -99,7 +99,8 @@ class FactStore:
             project=fact.project, agent_id=agent_id, session_id=fact.session_id, type=fact.category or "fact",
             confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
             happened_at=happened,
-            data={"verified_at": now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags},
+            data={"verified_at": now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
+                  **({"quote": fact.quote} if fact.quote else {})},
         )  # fmt: skip
         out: dict[str, Any] = {"status": status, "record": decorate(record)}
         if status == "pending":

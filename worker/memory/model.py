@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.schemas.memory_model import (
     EVENT_LOG,
     IDENTITY,
@@ -36,6 +37,8 @@ from worker.memory.facts import FactStore
 from worker.memory.finder import Finder
 from worker.memory.identity import IdentityService, refuse_agent_identity_write
 from worker.memory.open_items import OpenItems
+from worker.memory.provenance import Prompt
+from worker.memory.source_recheck import recheck_standing
 from worker.memory.operations import OperationsIndex
 from worker.memory.relations import RelationStore
 from worker.memory.retrieval import Retrieval
@@ -294,8 +297,9 @@ class MemoryModel:
             branch=session.get("branch") or MAIN, source_id=f"inbox:{getattr(event, 'id', '')}",
         )  # fmt: skip
         claude = self.extractor._client() is not None
-        if event_name == "UserPromptSubmit" and record.get("kind") == "prompt" and not claude:
-            self.extract(Material(source="prompt", text=record.get("text", ""), **{**base, "source_id": record["id"]}))
+        if event_name == "UserPromptSubmit" and record.get("kind") == "prompt" and not claude and typed_by_person(record):
+            self.extract(Material(source="prompt", text=record.get("text", ""), **{**base, "source_id": record["id"]},
+                                  answers_a_question=bool((record.get("data") or {}).get("answers_a_question"))))  # fmt: skip
         elif event_name == "PostToolUse" and record.get("kind") == "observation" and not claude:
             self.extract(Material(source="observation", observations=[record], **base))
         elif event_name == "PreCompact":
@@ -303,7 +307,7 @@ class MemoryModel:
             observations = [] if text else self._session_observations(base)
             if text or (claude and observations):
                 self.extract(Material(source="transcript" if text else "observation", text=text,
-                                      observations=observations, **base))  # fmt: skip
+                                      observations=observations, prompts=self._session_prompts(base), **base))  # fmt: skip
         elif event_name in ("Stop", "SessionEnd"):
             if record.get("kind") == "summary" and base["session_id"]:
                 self._record_outcome(record, base)
@@ -325,13 +329,17 @@ class MemoryModel:
             self.open_items.record_outcome(
                 conn, project=base["project"], branch=base["branch"], session_id=base["session_id"],
                 next_steps=[n for n in (data.get("next") or []) if isinstance(n, str)], done=done,
+                at=summary.get("happened_at"),
             )  # fmt: skip
 
-    def _session_prompts(self, base: dict[str, Any], limit: int = 50) -> list[str]:
+    def _session_prompts(self, base: dict[str, Any], limit: int = 50) -> list[Prompt]:
+        """The prompts a person typed in the session (the only source a standing rule may have)."""
+        if not base.get("session_id"):
+            return []
         conn = self.db.reader()
         rows, _ = Records.query(conn, resolve_view(conn, base["branch"]), filters={"kind": "prompt", "session_id": base["session_id"]},
                                 order="seq ASC", limit=limit)  # fmt: skip
-        return [r["text"] for r in rows]
+        return [Prompt(r["text"], bool((r.get("data") or {}).get("answers_a_question"))) for r in rows if typed_by_person(r)]
 
     def _session_observations(self, base: dict[str, Any], limit: int = 200) -> list[dict[str, Any]]:
         if not base.get("session_id"):
@@ -381,11 +389,13 @@ class MemoryModel:
     # --- maintenance ----------------------------------------------------------------------------
 
     def maintain(self, at: float | None = None) -> dict[str, int]:
-        """The periodic job: archive expired events, purge old identity removals, sweep L1."""
+        """The periodic job: archive expired events, purge old identity removals, sweep L1, and hold
+        rules an earlier version extracted to the source rule (source_recheck.py)."""
         return {
             "events_archived": self.events.archive_expired(at),
             "identity_purged": self.identity.purge_expired(at),
             "active_context_expired": self.active.sweep(),
+            "rules_sent_for_approval": recheck_standing(self.db, self.approvals),
         }
 
 

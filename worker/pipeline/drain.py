@@ -262,11 +262,14 @@ class Pipeline:
         prompt = str(event.payload.get("prompt", "")).strip()
         if not prompt:
             return {}
+        # Whether it answers a question Claude's last message asked: a reply picks for the matter at
+        # hand, so what it says becomes a standing rule only when it says so plainly (instructions.py).
+        data = {"answers_a_question": True} if self.sessions.last_message_asked(conn, event, session) else {}
         record = Records.put(
             conn, "prompt", prompt, branch=session["branch"], actor=session.get("agent_id") or "claude-code",
             reason="captured", project=session["project"], session_id=event.session_id,
             agent_id=session.get("agent_id"), title=prompt[:120], happened_at=event.received_at,
-            source_id=f"inbox:{event.id}",
+            source_id=f"inbox:{event.id}", data=data,
         )  # fmt: skip
         return {"record": record}
 

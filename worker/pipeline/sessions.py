@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from memory_anchor.projects import is_excluded, project_for_cwd
+from memory_anchor.schemas.events import typed_by_person
 from worker.capture.inbox import InboxEvent
 from worker.store.records import Records, resolve_view
 
@@ -74,6 +75,11 @@ class Sessions:
 
         return branch_for_session(conn, event.session_id, event.payload, event.branch, self.services.settings)
 
+    def last_message_asked(self, conn, event: InboxEvent, session: dict[str, Any]) -> bool:
+        """Did Claude's last message in this session end with a question to the user (its summary says)?"""
+        summary = Records.get(conn, summary_id(event.session_id or "unknown"), resolve_view(conn, session["branch"]))
+        return bool(summary and (summary.get("data") or {}).get("asks_user"))
+
     def end(self, conn, event: InboxEvent) -> None:
         reason = event.payload.get("reason")
         conn.execute(
@@ -99,7 +105,8 @@ class Sessions:
         existing = Records.get(conn, summary_id(session_id), view)
         if existing is not None and existing["seq"] > activity[-1]["seq"] and event.event != "SessionEnd":
             return None
-        prompts = [r["text"] for r in activity if r["kind"] == "prompt"]
+        # What the user asked: only what a person typed (not a prompt the SDK or a schedule sent).
+        prompts = [r["text"] for r in activity if r["kind"] == "prompt" and typed_by_person(r)]
         observations = [r for r in activity if r["kind"] == "observation"]
         last = event.payload.get("last_assistant_message")
         summary = self.services.distiller.session_summary(

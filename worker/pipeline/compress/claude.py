@@ -22,6 +22,7 @@ from memory_anchor.schemas.observations import (
     shorten,
 )
 from worker.capture.redact import sanitize
+from worker.memory.outcomes import is_narration, is_plan
 
 # Per-string limit for what is sent: a batch of tool uses must fit in one call.
 FIELD_MAX_CHARS = 4000
@@ -52,12 +53,17 @@ in the tool use. Text like [REDACTED:...] stands for a removed secret: never try
 
 SUMMARY_SYSTEM = """You are the memory of an AI coding assistant. From a session's user prompts, \
 the observations recorded during it and the assistant's last message, write a session summary for \
-future sessions. Reply as {"request": "...", "investigated": "...", "learned": "...", "completed": \
-"...", "done": ["..."], "root_causes": ["..."], "next_steps": ["..."], "files": ["..."]}: each text \
-field one to three sentences (empty string if nothing applies); "done" the outcomes the session \
-reached, "root_causes" the causes of problems it found (with the evidence), "next_steps" the work \
-it left for later, each item one short standalone sentence (empty lists if none); files the most \
-relevant paths. Only state what the material supports. Write in the language the user wrote in."""
+future sessions. Reply as {"investigated": "...", "learned": "...", "completed": "...", "done": ["..."], \
+"root_causes": ["..."], "next_steps": ["..."], "files": ["..."]}: each text field one to three \
+sentences (empty string if nothing applies); "done" the outcomes the session reached (what changed in \
+the project, which tests now pass); "root_causes" the causes of problems it found, stated about the \
+code (with the evidence), never the agents' account of their own process ("the issue was \
+reproduced", "the Debugger identified the function"); "next_steps" only work the session left \
+UNDONE at its end that someone should still do, never the assistant's passing plan for its own next \
+move ("next I will run the tests", "the next step is to have the Tester verify"), never items of its \
+todo list that it was working through; each item one short standalone sentence (empty lists if \
+none: most sessions leave none); files the most relevant paths. Only state what the material \
+supports. Write in the language the user wrote in."""
 
 
 def observations_prompt(payloads: Sequence[dict[str, Any]]) -> str:
@@ -175,7 +181,8 @@ def merge_summary(reply: Any, local: SessionSummaryDraft) -> SessionSummaryDraft
         return None
     reply = sanitize(reply, 2000)
     update: dict[str, Any] = {}
-    for key in ("request", "investigated", "learned", "completed", "next_steps"):
+    # What was asked stays in the user's words (the local subject), never a paraphrase.
+    for key in ("investigated", "learned", "completed"):
         value = reply.get(key)
         if isinstance(value, list):
             value = "; ".join(v for v in value if isinstance(v, str))
@@ -183,8 +190,15 @@ def merge_summary(reply: Any, local: SessionSummaryDraft) -> SessionSummaryDraft
             update[key] = shorten(value, 1000)
     for key, field in (("done", "done"), ("root_causes", "root_causes"), ("next_steps", "next")):
         items = _texts(reply.get(key), 6, 300)
-        if items:
+        # The code holds Claude to what the prompt asks: no narration as a cause, no passing plan as a step.
+        if field == "root_causes":
+            items = [i for i in items if not is_narration(i)]
+        elif field == "next":
+            items = [i for i in items if not is_plan(i)]
+        if items or (field == "next" and key in reply):
             update[field] = items
+    if "next" in update:
+        update["next_steps"] = "; ".join(update["next"])
     if not update:
         return None
     files = list(dict.fromkeys(_texts(reply.get("files"), MAX_FILES, 300) + local.files))[:MAX_FILES]

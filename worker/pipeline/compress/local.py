@@ -741,6 +741,7 @@ def as_observation(value: Any) -> ObservationDraft | None:
 
 
 _CHANGE_TYPES = ("bugfix", "feature", "refactor", "change", "decision")
+_TEST_TITLE = re.compile(r"^Ran tests (`[^`]+`): (.+)$")
 
 
 def summarize_session(
@@ -748,20 +749,27 @@ def summarize_session(
 ) -> SessionSummaryDraft:
     """An extractive session summary; never raises on odd input.
 
-    The outcome (done, root causes, next steps) comes from Claude's last message
-    by cue words in any of the languages `worker.memory.cues` knows; pending
-    todo items are next steps too.
+    What was asked is each prompt's subject in the user's words (wrappers
+    stripped, a pasted issue by its title: `worker.memory.user_words`). What was
+    done and what came of it are facts of the tool uses (the files the session
+    changed, its test runs' last verdicts) and, from Claude's last message, what
+    it says it did, the root causes it found and the work it left
+    (`worker.memory.outcomes`, which keeps the agent's narration and passing
+    plans out). Todo items are the agent's working plan, not work left: never
+    next steps.
     """
-    from worker.memory.cues import session_outcome
+    from worker.memory.outcomes import session_outcome
+    from worker.memory.user_words import subject
 
-    prompt_texts = [shorten(_str(p), 200) for p in (prompts or []) if _str(p).strip()]
+    asked = [shorten(subject(_str(p)), 200) for p in (prompts or []) if _str(p).strip()]
+    asked = [a for a in asked if a]
     drafts = [d for d in (as_observation(o) for o in (observations or [])) if d is not None]
     last = _str(last_assistant_message)
     outcome = session_outcome(last)
 
-    request = prompt_texts[0] if prompt_texts else ""
-    if len(prompt_texts) > 1:
-        request += " | then: " + " | ".join(prompt_texts[1:4])
+    request = asked[0] if asked else ""
+    if len(asked) > 1:
+        request += " | then: " + " | ".join(asked[1:4])
     discoveries = [d for d in drafts if d.type == "discovery"]
     changes = [d for d in drafts if d.type in _CHANGE_TYPES]
     investigated = "; ".join(_unique((d.title for d in discoveries), 6))
@@ -770,25 +778,48 @@ def summarize_session(
                 [d.summary for d in discoveries if d.outcome == "error"]), 5)
     )  # fmt: skip
     completed = "; ".join(_unique(outcome.done + [d.title for d in changes], 8))
-    if not completed and last:
-        completed = shorten(last, 300)
-    todo = [f[len("[pending] "):] for d in drafts[-20:] if d.tool_name == "TodoWrite" for f in d.facts if f.startswith("[pending] ")]  # fmt: skip
-    next_steps = _unique(outcome.next_steps + todo, 6)
-    files = _unique(
-        [f for d in changes for f in d.files_modified] + [f for d in drafts for f in d.files_modified + d.files_read],
-        MAX_FILES,
-    )
+    # Files edited in place first (the fix), then files written or touched otherwise (new files, scratch scripts).
+    edited = [f for d in drafts if d.tool_name in ("Edit", "MultiEdit", "NotebookEdit") for f in d.files_modified]
+    changed = _unique(edited + [f for d in drafts for f in d.files_modified], MAX_FILES)
+    files = _unique(changed + [f for d in drafts for f in d.files_read], MAX_FILES)
     summary = SessionSummaryDraft(
         request=request,
         investigated=investigated,
         learned=learned,
         completed=completed,
-        next_steps="; ".join(next_steps),
+        next_steps="; ".join(outcome.next_steps),
         files=files,
         done=outcome.done,
         root_causes=outcome.root_causes,
-        next=next_steps,
+        next=outcome.next_steps,
+        files_changed=changed,
+        tests=test_verdicts(drafts),
+        asks_user=asks_user(last),
         distilled_by="local",
     )
     summary.text = summary.rendered_text()
     return summary
+
+
+def test_verdicts(drafts: Iterable[ObservationDraft], limit: int = 3) -> list[str]:
+    """Each test command's last verdict, with the failure it turned around: "`pytest -q`: 3 passed (failed before)"."""
+    verdicts: dict[str, tuple[str, bool]] = {}  # command -> (last verdict, failed at some point)
+    for draft in drafts:
+        match = _TEST_TITLE.match(draft.title or "")
+        if not match:
+            continue
+        command, verdict = match.groups()
+        failed_before = verdicts.get(command, ("", False))[1] or draft.outcome == "error"
+        verdicts.pop(command, None)  # the latest run goes last
+        verdicts[command] = (verdict, failed_before)
+    out = []
+    for command, (verdict, failed) in list(verdicts.items())[-limit:]:
+        turned = failed and not re.search(r"(?i)\b(fail|error)", verdict)
+        out.append(f"{command}: {verdict}" + (" (failed before)" if turned else ""))
+    return out
+
+
+def asks_user(message: str) -> bool:
+    """Does Claude's last message end by asking the user something (so the next prompt answers it)?"""
+    tail = [line.strip() for line in (message or "").strip().splitlines() if line.strip()][-3:]
+    return any(line.rstrip("*_ ").endswith(("?", "？")) for line in tail)

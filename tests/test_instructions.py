@@ -1,0 +1,87 @@
+"""The user's standing instructions, read without Claude: only what is said as a lasting instruction.
+
+"always", "never" and "instead of" are everywhere in what people type, and most
+of it is no instruction: bug reports, narration, replies that pick an option.
+The examples are worded after what real Claude Code prompts look like (typos,
+profanity, lower case and all); the four-language cases are in test_knowledge.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.memory.instructions import HEDGED, standing_statements
+
+
+def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
+    """The (kind, text) a prompt would put in the briefing: the ones stored active (>= 0.9)."""
+    return [(s.kind, s.text) for s in standing_statements(prompt, **kw) if s.confidence >= 0.9]
+
+
+@pytest.mark.parametrize("prompt, kind", [
+    ("never make manual changes to generated files", "rule"),
+    ("ugh stop making changes without checking with me first", "rule"),
+    ("From now on, run the linter before you push.", "rule"),
+    ("whenever you add a migration, run makemigrations --check", "rule"),
+    ("If you touch the parser, always add a fuzz case.", "rule"),
+    ("You should never commit .env files", "rule"),
+    ("Commit messages must always be in English.", "rule"),
+    ("I want you to always show file paths when I ask where something is.", "rule"),
+    ("so for now we treat signedAt as the start of the contract until told otherwise", "decision"),
+    ("we deploy with fly.io, so leave the Dockerfile alone", "decision"),
+    ("Use pnpm instead of npm in this repo.", "decision"),
+    ("Let's use React for the front-end.", "decision"),
+    ("All of the code that defines the host attribute should live in `systems/nixos/default.nix`.", "decision"),
+    ("I'd rather you use dataclasses over dicts for these records.", "preference"),
+    ("I'm not a fan of the catppuccin theme.", "preference"),
+])  # fmt: skip
+def test_lasting_instructions_in_the_users_words(prompt, kind):
+    [(found, _)] = briefed(prompt)
+    assert found == kind
+
+
+@pytest.mark.parametrize("prompt", [
+    # bug reports and descriptions
+    "It always seems to be /Users which is last in the list.",
+    "URLField throws ValueError instead of ValidationError on clean.",
+    "This loading state always shows, even after the data arrived.",
+    "As far as I can tell it never sees the manage.py itself.",
+    # narration of the user's own life or past
+    "I have a project where I never render forms with the {{ form }} expression.",
+    "Recently I migrated from Django 3.0 to Django 3.1.",
+    "I tried to make sure the conditional blocks were never rendered.",
+    "nope it never worked",
+    # conditions and one-offs
+    "If we drop the assumption that the admin is always accessed via its pk, then we're good to go.",
+    "don't commit yet, I want to look first",
+    "Use the `rg` command for now, it is faster.",
+    "dont revert anything, figure out why it broke",
+    # replies that pick an option, requests, questions, fragments
+    "let's go with the second option",
+    "I like hybrid",
+    "I would like to pull all branches",
+    "should we always squash merges?",
+    "instead of",
+    "never mind",
+])  # fmt: skip
+def test_what_only_looks_like_an_instruction(prompt):
+    assert briefed(prompt) == []
+
+
+def test_a_reply_to_claudes_question_stands_only_when_it_says_so_plainly():
+    assert briefed("lets use createdAt", answers_a_question=True) == []
+    [pending] = standing_statements("lets use createdAt", answers_a_question=True)
+    assert pending.confidence == HEDGED  # it waits for a human's approval
+    assert briefed("yes, and never use updatedAt for this again", answers_a_question=True) == [
+        ("rule", "yes, and never use updatedAt for this again")]
+
+
+def test_instructions_inside_pasted_material_or_claude_code_text_are_not_the_users():
+    pasted = ("Can you look at this report? Here is the issue text:\n"
+              "Never call save() inside a signal handler, the docs say.\n"
+              "Always use select_for_update when you lock rows.")  # fmt: skip
+    assert briefed(pasted) == []
+    summary = ("This session is being continued from a previous conversation that ran out of context. "
+               "The conversation is summarized below:\n- The user said: never edit generated files.")  # fmt: skip
+    assert briefed(summary) == []
+    assert briefed("Base directory for this skill: /x\n\nAlways search memory before answering.") == []
