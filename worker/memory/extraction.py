@@ -109,6 +109,7 @@ class Material:
     branch: str = MAIN
     source_id: str | None = None
     observed_at: float | None = None
+    local_only: bool = False  # never ask Claude (imported history, unless the user asked for Claude)
 
 
 @dataclass
@@ -136,7 +137,7 @@ class FactExtractor:
     # --- entry point -----------------------------------------------------------------
 
     def extract(self, material: Material) -> ExtractionOutcome:
-        client = self._client()
+        client = None if material.local_only else self._client()
         if client is not None:
             outcome = self._with_claude(client, material)
             if outcome is not None:

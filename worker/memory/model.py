@@ -292,8 +292,11 @@ class MemoryModel:
             project=session.get("project") or "", agent_id=session.get("agent_id"),
             session_id=getattr(event, "session_id", None) or session.get("session_id"),
             branch=session.get("branch") or MAIN, source_id=f"inbox:{getattr(event, 'id', '')}",
+            observed_at=getattr(event, "received_at", None),  # an imported event's original time
+            # Imported history is distilled locally unless the user asked for Claude (its allowance).
+            local_only=bool(getattr(event, "local_only", False)),
         )  # fmt: skip
-        claude = self.extractor._client() is not None
+        claude = not base["local_only"] and self.extractor._client() is not None
         if event_name == "UserPromptSubmit" and record.get("kind") == "prompt" and not claude:
             self.extract(Material(source="prompt", text=record.get("text", ""), **{**base, "source_id": record["id"]}))
         elif event_name == "PostToolUse" and record.get("kind") == "observation" and not claude:
@@ -325,6 +328,7 @@ class MemoryModel:
             self.open_items.record_outcome(
                 conn, project=base["project"], branch=base["branch"], session_id=base["session_id"],
                 next_steps=[n for n in (data.get("next") or []) if isinstance(n, str)], done=done,
+                at=base.get("observed_at"),
             )  # fmt: skip
 
     def _session_prompts(self, base: dict[str, Any], limit: int = 50) -> list[str]:
