@@ -17,6 +17,8 @@ from memory_anchor.schemas.events import (
 from worker.api.middleware import read_json_object
 from worker.api.openapi import request_model
 from worker.api.params import int_path
+from memory_anchor.schemas.history import HistoryImportRequest
+from worker.capture.backfill import accept_history
 from worker.capture.inbox import Arrival
 from worker.capture.sanitize import sanitize_event
 from worker.store.quarantine import Quarantine
@@ -54,6 +56,24 @@ async def post_event(request: web.Request) -> web.Response:
     if pipeline is not None:
         pipeline.captured()
     return web.json_response({"status": "accepted", "id": inbox_id, "duplicate": duplicate}, status=202)
+
+
+@routes.post("/api/v1/events/history")
+@request_model(HistoryImportRequest)
+async def post_history(request: web.Request) -> web.Response:
+    """Events read from Claude Code's transcripts (`memory-anchor import-history`), with their original times.
+
+    The same door as a hook's event (checked, redacted, into the inbox); distilled
+    locally unless `claude` is true. Events of sessions a hook captured live are
+    left out, events already imported are duplicates: importing again adds nothing.
+    """
+    services = request.app["services"]
+    batch = HistoryImportRequest.model_validate(await read_json_object(request))
+    outcome = await services.run(accept_history, services.inbox, services.settings, batch)
+    pipeline = request.app.get("pipeline")
+    if pipeline is not None and outcome.accepted:
+        pipeline.wake()
+    return web.json_response(outcome.model_dump())
 
 
 @routes.post("/api/v1/spool/ingest")

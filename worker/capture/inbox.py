@@ -37,6 +37,17 @@ class InboxEvent:
     branch: str | None
     agent_id: str | None
     received_at: float
+    origin: str | None = None  # None: a hook; "history": imported from Claude Code's transcripts
+    route: str | None = None  # None: as the settings say; "local": distilled without Claude
+
+    @property
+    def local_only(self) -> bool:
+        return self.route == LOCAL_ROUTE
+
+
+# Arrival.origin of events read from Claude Code's transcripts, and the route that keeps Claude out.
+HISTORY = "history"
+LOCAL_ROUTE = "local"
 
 
 def dedup_key(payload: dict[str, Any], event_id: str | None) -> str:
@@ -57,7 +68,9 @@ class Arrival:
     event_id: str | None = None
     branch: str | None = None
     agent_id: str | None = None
-    received_at: float | None = None
+    received_at: float | None = None  # when it happened, if not now (an imported event's original time)
+    origin: str | None = None
+    route: str | None = None
 
 
 def spool_arrival(line: str) -> Arrival:
@@ -121,8 +134,8 @@ class Inbox:
         key = dedup_key(payload, arrival.event_id)
         session_id = payload.get("session_id")
         cursor = conn.execute(
-            """INSERT INTO inbox(dedup_key, event, session_id, payload, received_at, branch, agent_id)
-               VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(dedup_key) DO NOTHING""",
+            """INSERT INTO inbox(dedup_key, event, session_id, payload, received_at, branch, agent_id, origin, route)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(dedup_key) DO NOTHING""",
             (
                 key,
                 str(payload.get("hook_event_name", "")),
@@ -131,6 +144,8 @@ class Inbox:
                 arrival.received_at or time.time(),
                 arrival.branch,
                 arrival.agent_id,
+                arrival.origin,
+                arrival.route,
             ),
         )
         if cursor.rowcount == 1:
@@ -155,6 +170,8 @@ class Inbox:
                 branch=r["branch"],
                 agent_id=r["agent_id"],
                 received_at=r["received_at"],
+                origin=r["origin"],
+                route=r["route"],
             )
             for r in rows
         ]
@@ -189,6 +206,20 @@ class Inbox:
                 (attempts, error[:2000], time.time() + min(60.0, 2.0**attempts), event.id),
             )
         return False
+
+    def captured_sessions(self, session_ids: list[str]) -> set[str]:
+        """Those of these sessions that a hook captured (any event not imported from history)."""
+        found: set[str] = set()
+        conn = self.db.reader()
+        for start in range(0, len(session_ids), 500):
+            chunk = session_ids[start : start + 500]
+            rows = conn.execute(
+                f"SELECT DISTINCT session_id FROM inbox WHERE session_id IN ({','.join('?' * len(chunk))})"
+                " AND origin IS NULL",
+                chunk,
+            )
+            found.update(r[0] for r in rows)
+        return found
 
     def has_pending(self, session_id: str) -> bool:
         row = self.db.reader().execute(

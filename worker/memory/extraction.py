@@ -127,6 +127,7 @@ class Material:
     source_id: str | None = None
     observed_at: float | None = None
     answers_a_question: bool = False  # `text` (a prompt) replies to a question Claude asked
+    local_only: bool = False  # never ask Claude (imported history, unless the user asked for Claude)
 
     def user_prompts(self) -> list[Prompt]:
         """What the user typed in this material: the only source a standing rule may have."""
@@ -164,7 +165,7 @@ class FactExtractor:
     # --- entry point -----------------------------------------------------------------
 
     def extract(self, material: Material) -> ExtractionOutcome:
-        client = self._client()
+        client = None if material.local_only else self._client()
         if client is not None:
             outcome = self._with_claude(client, material)
             if outcome is not None:

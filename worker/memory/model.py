@@ -295,8 +295,11 @@ class MemoryModel:
             project=session.get("project") or "", agent_id=session.get("agent_id"),
             session_id=getattr(event, "session_id", None) or session.get("session_id"),
             branch=session.get("branch") or MAIN, source_id=f"inbox:{getattr(event, 'id', '')}",
+            observed_at=getattr(event, "received_at", None),  # an imported event's original time
+            # Imported history is distilled locally unless the user asked for Claude (its allowance).
+            local_only=bool(getattr(event, "local_only", False)),
         )  # fmt: skip
-        claude = self.extractor._client() is not None
+        claude = not base["local_only"] and self.extractor._client() is not None
         if event_name == "UserPromptSubmit" and record.get("kind") == "prompt" and not claude and typed_by_person(record):
             self.extract(Material(source="prompt", text=record.get("text", ""), **{**base, "source_id": record["id"]},
                                   answers_a_question=bool((record.get("data") or {}).get("answers_a_question"))))  # fmt: skip

@@ -141,7 +141,8 @@ class Pipeline:
     def process(self, events: list[InboxEvent]) -> None:
         """Handle each event on its own: one that raises is retried later (then quarantined), never the batch."""
         tool_uses = [e for e in events if e.event == "PostToolUse"]
-        drafts = self._distil_tool_uses(tool_uses)
+        drafts = {**self._distil_tool_uses([e for e in tool_uses if not e.local_only]),
+                  **self._distil_tool_uses([e for e in tool_uses if e.local_only], local_only=True)}  # fmt: skip
         for event in events:
             if event.id in drafts and drafts[event.id] in (None, _FAILED):
                 continue  # deferred (the Claude call is retried later) or already counted as failed
@@ -167,7 +168,7 @@ class Pipeline:
         except Exception:
             log.exception("could not record the failure of event %s", event.id)
 
-    def _distil_tool_uses(self, events: list[InboxEvent]) -> dict[int, Any]:
+    def _distil_tool_uses(self, events: list[InboxEvent], *, local_only: bool = False) -> dict[int, Any]:
         """Observation drafts for captured tool uses: {inbox id: draft | None (retry later) | _FAILED}."""
         drafts: dict[int, Any] = {}
         keep = []
@@ -181,14 +182,14 @@ class Pipeline:
         if not keep:
             return drafts
         try:
-            outcome = self.services.distiller.observations([e.payload for e in keep])
+            outcome = self.services.distiller.observations([e.payload for e in keep], local_only=local_only)
         except Exception as exc:
             if len(keep) == 1:
                 self._failed(keep[0], exc)
                 drafts[keep[0].id] = _FAILED
                 return drafts
             for event in keep:  # one bad payload must not cost the others their observations
-                drafts.update(self._distil_tool_uses([event]))
+                drafts.update(self._distil_tool_uses([event], local_only=local_only))
             return drafts
         if outcome.retry_after is not None:
             for event in keep:

@@ -29,7 +29,7 @@ class Sessions:
         """Create or refresh the session row for an event; returns it (plus `excluded`)."""
         payload = event.payload
         session_id = event.session_id or "unknown"
-        now = time.time()
+        now = happened_at(event)
         row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
@@ -42,13 +42,15 @@ class Sessions:
                 (
                     session_id, project, cwd, branch, event.agent_id,
                     payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None,
-                    payload.get("source") if isinstance(payload.get("source"), str) else None, now, now,
+                    payload.get("source") if isinstance(payload.get("source"), str) else event.origin, now, now,
                 ),
             )  # fmt: skip
         else:
             counter = {"UserPromptSubmit": "prompt_count", "PostToolUse": "tool_count"}.get(event.event)
             bump = f", {counter} = {counter} + 1" if counter else ""
-            conn.execute(f"UPDATE sessions SET last_seen_at = ?{bump} WHERE session_id = ?", (now, session_id))
+            # The later of the two: imported events may come in a little out of order (PostgreSQL has no max(a, b)).
+            conn.execute(f"""UPDATE sessions SET last_seen_at = CASE WHEN last_seen_at > ? THEN last_seen_at ELSE ? END{bump}
+                             WHERE session_id = ?""", (now, now, session_id))  # fmt: skip
         session = dict(conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone())
         session["branch"] = self._write_branch(conn, session)
         patterns = self.services.settings.excluded_projects
@@ -84,7 +86,7 @@ class Sessions:
         reason = event.payload.get("reason")
         conn.execute(
             "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE session_id = ?",
-            (time.time(), reason if isinstance(reason, str) else None, event.session_id or "unknown"),
+            (happened_at(event), reason if isinstance(reason, str) else None, event.session_id or "unknown"),
         )
 
     def prepare_summary(self, event: InboxEvent):
@@ -110,7 +112,7 @@ class Sessions:
         observations = [r for r in activity if r["kind"] == "observation"]
         last = event.payload.get("last_assistant_message")
         summary = self.services.distiller.session_summary(
-            prompts, observations, last if isinstance(last, str) else None
+            prompts, observations, last if isinstance(last, str) else None, local_only=event.local_only
         )
         if existing is not None and not (isinstance(last, str) and last.strip()):
             summary = keep_outcome(summary, existing.get("data") or {})
@@ -138,6 +140,11 @@ class Sessions:
             conn, "summary", text, record_id=record_id, reason="summary", project=session["project"],
             session_id=session_id, agent_id=session.get("agent_id"), **common,
         )  # fmt: skip
+
+
+def happened_at(event: InboxEvent) -> float:
+    """When the event happened: when it arrived, or an imported event's original time."""
+    return event.received_at or time.time()
 
 
 def keep_outcome(summary, earlier: dict[str, Any]):

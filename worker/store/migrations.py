@@ -302,6 +302,19 @@ CORE: list[Migration] = [
         END;
         """,
     ),
+    (
+        "0006_inbox_origin",
+        """
+        -- Where an event came from: NULL a hook, 'history' Claude Code's transcripts
+        -- (memory-anchor import-history); and the route it is distilled by: NULL as the
+        -- settings say, 'local' never through Claude (an import does not spend the
+        -- user's Claude allowance unless asked to). A session some hook captured is
+        -- not imported again, found by its session id.
+        ALTER TABLE inbox ADD COLUMN origin TEXT;
+        ALTER TABLE inbox ADD COLUMN route TEXT;
+        CREATE INDEX inbox_by_session ON inbox(session_id);
+        """,
+    ),
 ]
 
 # The memory model (issue 4) and the branching engine (issue 5) append here.

@@ -67,16 +67,18 @@ class Distiller:
 
     # --- observations ----------------------------------------------------------------
 
-    def observations(self, payloads: Sequence[dict[str, Any]], *, final_attempt: bool = False) -> ObservationsResult:
+    def observations(self, payloads: Sequence[dict[str, Any]], *, final_attempt: bool = False,
+                     local_only: bool = False) -> ObservationsResult:  # fmt: skip
         """One observation per PostToolUse payload (see ObservationsResult).
 
         Batches of `llm_batch_size` go to Claude in one call each. Without a key
         or budget, or with `final_attempt`, or after MAX_DEFERRALS, a failure
-        falls back to local compression instead of deferring.
+        falls back to local compression instead of deferring. `local_only`
+        (imported history) never calls Claude.
         """
         cleaned = [sanitize(p, self.settings.max_tool_output_chars) for p in payloads]
         local_drafts = [local.compress_tool_use(p) for p in cleaned]
-        if not cleaned or self.llm is None or not self.llm.available:
+        if not cleaned or local_only or self.llm is None or not self.llm.available:
             return ObservationsResult(drafts=local_drafts, source="local")
 
         keys = [_payload_key(p, i) for i, p in enumerate(cleaned)]
@@ -141,7 +143,8 @@ class Distiller:
     # --- session summaries ------------------------------------------------------------
 
     def session_summary(
-        self, prompts: Sequence[Any], observations: Sequence[Any], last_assistant_message: str | None = None
+        self, prompts: Sequence[Any], observations: Sequence[Any], last_assistant_message: str | None = None,
+        *, local_only: bool = False,
     ) -> SessionSummaryDraft:
         """A summary of a session; Claude's when available, else (or on failure) local.
 
@@ -153,7 +156,7 @@ class Distiller:
         drafts = [d for d in (local.as_observation(o) for o in observations) if d is not None]
         last = sanitize(last_assistant_message) if isinstance(last_assistant_message, str) else ""
         base = local.summarize_session(prompt_texts, drafts, last)
-        if self.llm is None or not self.llm.available or self._clock() < self._cooldown_until:
+        if local_only or self.llm is None or not self.llm.available or self._clock() < self._cooldown_until:
             return base
         if not prompt_texts and not drafts and not last:
             return base

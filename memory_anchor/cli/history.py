@@ -1,0 +1,57 @@
+"""`memory-anchor import-history [PATH]`: Claude Code's transcripts into memory, with their original times."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from memory_anchor.cli.main import client, emit
+
+
+def register(sub) -> None:
+    load = sub.add_parser(
+        "import-history",
+        help="import Claude Code history (its transcripts) into memory, as if the hooks had captured it",
+        description="Reads Claude Code transcripts (a .jsonl file, a folder of them, or by default the current "
+        "project's folder under ~/.claude/projects/) and hands their prompts, tool uses, Claude's answers and "
+        "session ends to the worker with their original times, through the same redaction as live capture. "
+        "Importing again adds nothing. Distilled locally: no Claude tokens are spent unless --claude is given.",
+    )  # fmt: skip
+    load.add_argument("path", nargs="?", type=Path, help="a transcript or a folder of them (default: this project's)")
+    load.add_argument("--claude", action="store_true",
+                      help="distil through Claude as live capture does (spends your Claude allowance, within "
+                      "llm_daily_token_budget); default: locally")  # fmt: skip
+    load.add_argument("--wait", action="store_true", help="also wait until everything is embedded for search")
+    load.set_defaults(handler=import_history)
+
+
+def import_history(args: argparse.Namespace) -> int:
+    from memory_anchor.history import Progress, default_sources
+    from memory_anchor.history import import_history as run_import
+    from worker.capture.history import claude_projects_dir, project_slug
+
+    if args.path is not None:
+        if not args.path.exists():
+            print(f"memory-anchor: {args.path} does not exist", file=sys.stderr)
+            return 2
+        sources = [args.path]
+    else:
+        sources = default_sources(os.getcwd())
+        if not sources:
+            where = claude_projects_dir() / project_slug(os.getcwd())
+            print(f"memory-anchor: no Claude Code history for {os.getcwd()} (looked in {where})", file=sys.stderr)
+            return 1
+    report = run_import(client(args), sources, claude=args.claude, wait_index=args.wait, progress=Progress())
+    text = [f"imported {report.sessions} sessions from {', '.join(str(s) for s in sources)}: "
+            f"{report.accepted:,} new events, {report.duplicates:,} already imported"]  # fmt: skip
+    if report.skipped_sessions:
+        text.append(f"left out {len(report.skipped_sessions)} sessions the hooks captured live")
+    if report.refused:
+        text.append(f"refused {len(report.refused)} events: " + "; ".join(report.refused[:3]))
+    if report.left_to_embed:
+        text.append(f"{report.left_to_embed:,} records are being embedded for search in the background; "
+                    "keyword search finds them meanwhile")  # fmt: skip
+    emit(args, report.__dict__, "\n".join(text))
+    return 0

@@ -1,0 +1,173 @@
+"""Claude Code history read into hook events, checked against what the real hooks received.
+
+The fixtures under tests/fixtures/transcripts/<version>/ were written by the real
+Claude Code CLI (2.1.197, the pinned one, and 2.1.332) against the fake Messages
+API, with a plugin whose hooks logged every payload they got
+(`hooks-received.ndjson`): a Bash call with a secret in the prompt, a subagent
+(in the foreground on 2.1.197, in the background on 2.1.332, whose completion
+comes back as a <task-notification>), a custom slash command, a plugin skill,
+Write/Edit/Read, and a built-in /compact. See tests/fixtures/transcripts/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from worker.capture.history import (
+    claude_projects_dir,
+    history_dirs,
+    project_slug,
+    session_events,
+    session_files,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+VERSIONS = ["2.1.197", "2.1.332"]
+
+
+def received(version: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / version / "hooks-received.ndjson").read_text().splitlines()]
+
+
+def imported(version: str) -> list[dict]:
+    [path] = session_files(FIXTURES / version)
+    return [e.payload | {"_at": e.at, "_id": e.event_id} for e in session_events(path)]
+
+
+def of(events: list[dict], name: str) -> list[dict]:
+    return [e for e in events if e["hook_event_name"] == name]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_prompts_are_the_users_words_as_the_hooks_got_them(version):
+    hooks = [e["prompt"] for e in of(received(version), "UserPromptSubmit")]
+    ours = [e["prompt"] for e in of(imported(version), "UserPromptSubmit")]
+    # The hook is also called with Claude Code's own <task-notification> (a background agent
+    # finished): not the user's words, so never a prompt here.
+    users = [p for p in hooks if not p.startswith("<task-notification>")]
+    if version == "2.1.332":
+        # Sent while the background agent's notification was being answered, this prompt
+        # reached the hook but never the transcript (Claude Code dropped it): nothing can import it.
+        users.remove("write the file")
+    assert ours == users
+    assert "/greet world" in ours  # the custom command, unwrapped from its <command-name> wrapper
+    assert not any(p.startswith(("/compact", "<", "Caveat", "Base directory for this skill")) for p in ours)
+    assert not any("Say hello to world politely" in p for p in ours)  # the command's body is Claude Code's
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_tool_uses_match_the_hooks_payloads(version):
+    hooks = {e["tool_use_id"]: e for e in of(received(version), "PostToolUse")}
+    ours = {e["tool_use_id"]: e for e in of(imported(version), "PostToolUse")}
+    for tool_use_id, hook in hooks.items():
+        mine = ours[tool_use_id]
+        assert mine["tool_name"] == hook["tool_name"]
+        assert mine["tool_input"] == hook["tool_input"]  # a relative file_path made absolute, as for the hooks
+        assert mine.get("agent_id") == hook.get("agent_id")  # a subagent's tool use is its agent's
+        assert mine.get("agent_type") == hook.get("agent_type")
+        assert mine["session_id"] == hook["session_id"] and mine["cwd"] == hook["cwd"]
+        if isinstance(mine["tool_response"], dict):  # Claude Code kept the structured result the hook got
+            for key in ("stdout", "stderr", "filePath", "type"):
+                assert mine["tool_response"].get(key) == hook["tool_response"].get(key)
+        else:  # a subagent's transcript keeps no toolUseResult: the result's text stands for it
+            assert hook.get("agent_id") and mine["tool_response"] == "(Bash completed with no output)"
+    extra = set(ours) - set(hooks)
+    if version == "2.1.332":
+        # 2.1.332 sends no PostToolUse for a tool that failed (a Read of a missing file);
+        # its error is still what happened, so it is imported.
+        assert [ours[t]["tool_name"] for t in extra] == ["Read"]
+        assert "File does not exist" in ours[extra.pop()]["tool_response"]
+    assert not extra
+    subagent = [e for e in ours.values() if e.get("agent_id")]
+    assert [e["tool_input"]["command"] for e in subagent] == ["ls"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_turn_ends_with_claudes_last_words(version):
+    hooks = [e["last_assistant_message"] for e in of(received(version), "Stop")]
+    ours = of(imported(version), "Stop")
+    assert [e["last_assistant_message"] for e in ours] == hooks
+    events = imported(version)
+    assert events[-1]["hook_event_name"] == "SessionEnd"
+    assert [e["hook_event_name"] for e in events].count("SessionEnd") == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_events_keep_their_original_times_and_stable_ids(version):
+    events = imported(version)
+    start = datetime.fromisoformat("2026-11-26T19:14:00+00:00").timestamp()
+    assert all(start <= e["_at"] <= start + 60 for e in events)
+    prompts = of(events, "UserPromptSubmit")
+    assert [p["_at"] for p in prompts] == sorted(p["_at"] for p in prompts)
+    assert len({e["_id"] for e in events}) == len(events)
+    assert [e["_id"] for e in imported(version)] == [e["_id"] for e in events]  # the same ids every time
+
+
+def test_a_sidechain_in_the_main_file_is_its_agents_work(tmp_path):
+    """Older Claude Code wrote subagents' turns into the main transcript, marked isSidechain."""
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s1", "cwd": "/p", "timestamp": "2025-01-01T10:00:00Z",
+         "message": {"role": "user", "content": "find the config"}},
+        {"type": "assistant", "uuid": "a1", "sessionId": "s1", "timestamp": "2025-01-01T10:00:01Z",
+         "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}]}},
+        {"type": "user", "uuid": "u2", "sessionId": "s1", "isSidechain": True, "timestamp": "2025-01-01T10:00:02Z",
+         "message": {"role": "user", "content": "look"}},
+        {"type": "assistant", "uuid": "a2", "sessionId": "s1", "isSidechain": True, "timestamp": "2025-01-01T10:00:03Z",
+         "message": {"id": "m2", "content": [{"type": "text", "text": "searching"},
+                                             {"type": "tool_use", "id": "t2", "name": "Glob", "input": {"pattern": "*.toml"}}]}},
+        {"type": "user", "uuid": "u3", "sessionId": "s1", "isSidechain": True, "timestamp": "2025-01-01T10:00:04Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "pyproject.toml"}]}},
+        {"type": "user", "uuid": "u4", "sessionId": "s1", "timestamp": "2025-01-01T10:00:05Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "pyproject.toml"}]}},
+        {"type": "assistant", "uuid": "a3", "sessionId": "s1", "timestamp": "2025-01-01T10:00:06Z",
+         "message": {"id": "m3", "content": [{"type": "text", "text": "It is pyproject.toml."}]}},
+    ]  # fmt: skip
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    events = [e.payload for e in session_events(path)]
+    assert [e["hook_event_name"] for e in events] == ["UserPromptSubmit", "PostToolUse", "PostToolUse", "Stop", "SessionEnd"]
+    glob, task = of(events, "PostToolUse")
+    assert (glob["tool_name"], glob["agent_id"]) == ("Glob", "sidechain") and "agent_id" not in task
+    assert of(events, "Stop")[0]["last_assistant_message"] == "It is pyproject.toml."  # not the subagent's "searching"
+
+
+def test_interrupted_turns_and_local_commands_are_not_prompts(tmp_path):
+    entry = lambda uuid, content, **extra: {"type": "user", "uuid": uuid, "sessionId": "s2", "timestamp": f"2025-01-01T10:00:{uuid[1:]}Z",
+                                            "message": {"role": "user", "content": content}, **extra}  # fmt: skip
+    lines = [
+        entry("u01", "<local-command-caveat>Caveat: The messages below were generated by the user while running local commands.</local-command-caveat>", isMeta=True),
+        entry("u02", "<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>"),
+        entry("u03", "<local-command-stdout>Set model to opus</local-command-stdout>"),
+        entry("u04", "<command-name>/cost</command-name>\n<command-message>cost</command-message>\n<command-args></command-args>"),
+        entry("u05", "<local-command-stdout>Total cost: $0.01</local-command-stdout>"),
+        entry("u06", "<bash-input>ls</bash-input>"),
+        entry("u07", "<bash-stdout>a.txt</bash-stdout><bash-stderr></bash-stderr>"),
+        entry("u08", "fix the failing test please"),
+        entry("u09", [{"type": "text", "text": "[Request interrupted by user]"}]),
+        entry("u10", "<command-message>review</command-message>\n<command-name>/review</command-name>\n<command-args>src/app.py</command-args>"),
+        entry("u11", "Review src/app.py carefully.", isMeta=True),
+    ]  # fmt: skip
+    path = tmp_path / "s2.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    prompts = [e.payload["prompt"] for e in session_events(path) if e.payload["hook_event_name"] == "UserPromptSubmit"]
+    assert prompts == ["fix the failing test please", "/review src/app.py"]
+
+
+def test_claude_codes_folder_for_a_project(tmp_path, monkeypatch):
+    # What 2.1.197 and 2.1.332 named the fixtures' project folder (cwd /tmp/b_cc/run197/my.project_x).
+    assert project_slug("/tmp/b_cc/run197/my.project_x") == "-tmp-b-cc-run197-my-project-x"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    assert claude_projects_dir() == tmp_path / "config" / "projects"
+    project = tmp_path / "work" / "my.app_x"
+    project.mkdir(parents=True)
+    assert history_dirs(str(project)) == []
+    folder = claude_projects_dir() / project_slug(str(project))
+    folder.mkdir(parents=True)
+    shutil.copy(next((FIXTURES / "2.1.197").glob("*.jsonl")), folder / "a.jsonl")
+    assert history_dirs(str(project)) == [folder]
+    assert session_files(folder) == [folder / "a.jsonl"]

@@ -1,0 +1,171 @@
+"""`memory-anchor import-history` against a real worker: real transcripts through the capture door.
+
+The transcripts are the real CLI's (tests/fixtures/transcripts/), copied with their
+times moved to 2024, so that "the original time" cannot be mistaken for "now".
+The worker is given a key to a fake Messages API: an import that called Claude
+would show up in its request log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, start_worker, worker_env
+from tests.fakes.anthropic_server import FakeAnthropicServer, json_reply
+
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+DAY = "2024-03-05"
+START = datetime.fromisoformat(f"{DAY}T09:14:00+00:00").timestamp()
+SECRET = "sk-ant-api03-Qx7vR2mT9pL4kW8nZ3bY6cH1dF5gJ0sA-4e2Xw"
+
+
+def history(tmp_path: Path, *versions: str) -> Path:
+    """The fixtures' sessions in one folder, as Claude Code keeps a project's, dated 2024-03-05 09:14."""
+    folder = tmp_path / "history"
+    for version in versions or ("2.1.197", "2.1.332"):
+        for item in (FIXTURES / version).iterdir():
+            if item.name == "hooks-received.ndjson":
+                continue
+            if item.is_dir():
+                shutil.copytree(item, folder / item.name)
+            else:
+                folder.mkdir(exist_ok=True)
+                (folder / item.name).write_text(item.read_text().replace("2026-11-26T19:1", f"{DAY}T09:1"))
+    for agent in folder.glob("*/subagents/*.jsonl"):
+        agent.write_text(agent.read_text().replace("2026-11-26T19:1", f"{DAY}T09:1"))
+    return folder
+
+
+def cli(worker, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "MEMORY_ANCHOR_", "ANTHROPIC_"))}
+    env.update(MEMORY_ANCHOR_DATA_DIR=str(worker.data_dir), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "memory_anchor.cli.main", *args], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def records(worker, kind: str, session_id: str | None = None) -> list[dict]:
+    route = {"prompt": "prompts", "observation": "observations", "summary": "summaries"}[kind]
+    return worker.get(f"/api/v1/{route}?limit=500" + (f"&session_id={session_id}" if session_id else ""))["results"]
+
+
+@pytest.fixture
+def fake_claude():
+    server = FakeAnthropicServer(default=json_reply({"observations": [], "facts": []})).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def keyed_worker(request, tmp_path, fake_claude, worker_backend):
+    """A worker that could reach Claude (a key to the fake API), on each storage backend."""
+    data_dir = tmp_path / "data"
+    extra = {"ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_BASE_URL": fake_claude.base_url}
+    if worker_backend == "postgres":
+        from tests.postgres import init_team_database, member_url
+
+        cluster = request.getfixturevalue("postgres_cluster")
+        name = init_team_database(cluster)
+        request.addfinalizer(lambda: cluster.drop_database(name))
+        extra["MEMORY_ANCHOR_STORAGE_URL"] = member_url(cluster, name, "dev")
+    running = start_worker(data_dir, env=worker_env(data_dir, **extra))
+    yield running
+    running.stop()
+
+
+@pytest.mark.both_backends
+def test_history_is_imported_with_its_times_redacted_and_locally(keyed_worker, fake_claude, tmp_path):
+    worker = keyed_worker
+    folder = history(tmp_path)
+    done = cli(worker, "--json", "import-history", str(folder), "--wait")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["sessions"] == 2 and report["accepted"] == report["events"] > 30 and report["duplicates"] == 0
+    assert "processed" in done.stderr  # progress is shown
+    assert fake_claude.requests == []  # distilled locally: no Claude call, no tokens spent
+
+    sessions = {s["session_id"]: s for s in worker.get("/api/v1/sessions?limit=50")["results"]}
+    for path in folder.glob("*.jsonl"):
+        session = sessions[path.stem]
+        # started, last seen and ended when the transcript says, not when it was imported
+        times = [_epoch(session[k]) for k in ("started_at", "last_seen_at", "ended_at")]
+        assert START <= times[0] < times[1] <= times[2] < START + 60
+        assert session["status"] == "ended" and session["cwd"].endswith("my.project_x")
+        prompts = records(worker, "prompt", path.stem)
+        assert {p["memory"] for p in prompts} >= {"use a subagent to list files", "/greet world", "read the notes"}
+        assert all(_epoch(p["happened_at"]) >= START for p in prompts)
+        summary = records(worker, "summary", path.stem)[0]
+        assert START <= _epoch(summary["happened_at"]) < START + 60
+    texts = json.dumps(worker.get("/api/v1/timeline?limit=500"))
+    assert SECRET not in texts and "[REDACTED:anthropic_key]" in texts
+
+    project = next(iter(sessions.values()))["project"]
+    briefing = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+    assert f"{DAY} 09:14" in briefing and datetime.now(timezone.utc).strftime("%Y-%m-%d %H:") not in briefing
+
+    again = cli(worker, "--json", "import-history", str(folder))
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)
+    assert second["accepted"] == 0 and second["duplicates"] == report["events"]  # importing again adds nothing
+    assert json.dumps(worker.get("/api/v1/timeline?limit=500")) == texts
+
+
+def test_sessions_the_hooks_captured_are_not_imported_again(worker, tmp_path):
+    folder = history(tmp_path, "2.1.197")
+    [transcript] = folder.glob("*.jsonl")
+    worker.post("/api/v1/events", {"hook_event_name": "UserPromptSubmit", "session_id": transcript.stem,
+                                   "cwd": "/tmp/b_cc/run197/my.project_x", "prompt": "run echo hi"}, expect=202)  # fmt: skip
+    done = cli(worker, "--json", "import-history", str(folder))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["skipped_sessions"] == [transcript.stem] and report["accepted"] == 0
+    worker.wait_idle()
+    assert [p["memory"] for p in records(worker, "prompt", transcript.stem)] == ["run echo hi"]
+
+
+def test_excluded_projects_are_not_imported(tmp_path):
+    data_dir = tmp_path / "data"
+    worker = start_worker(data_dir, env=worker_env(data_dir, MEMORY_ANCHOR_EXCLUDED_PROJECTS="/tmp/b_cc/*"))
+    try:
+        done = cli(worker, "--json", "import-history", str(history(tmp_path, "2.1.197")), "--wait")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["accepted"] > 0  # accepted at the door, as a hook's event would be...
+        for kind in ("prompt", "observation", "summary"):
+            assert records(worker, kind) == []  # ...and never recorded, as a hook's event would not be
+    finally:
+        worker.stop()
+
+
+def test_with_claude_the_import_takes_the_workers_route(keyed_worker, fake_claude, tmp_path):
+    done = cli(keyed_worker, "--json", "import-history", str(history(tmp_path, "2.1.197")), "--claude", "--wait")
+    assert done.returncode == 0, done.stderr
+    systems = [json.dumps(r.body.get("system")) for r in fake_claude.requests]
+    assert any("into an observation" in s for s in systems)  # tool uses compressed by Claude, as live
+
+
+def test_the_default_is_this_projects_claude_code_folder(worker, tmp_path):
+    project = tmp_path / "work" / "my.app_x"
+    project.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "MEMORY_ANCHOR_", "ANTHROPIC_"))}
+    env.update(MEMORY_ANCHOR_DATA_DIR=str(worker.data_dir), PYTHONPATH=str(ROOT), HOME=str(tmp_path / "home"))
+    run = lambda: subprocess.run([sys.executable, "-m", "memory_anchor.cli.main", "import-history"], cwd=project,
+                                 env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    missing = run()
+    assert missing.returncode == 1 and "no Claude Code history" in missing.stderr
+    assert "-work-my-app-x" in missing.stderr  # where Claude Code would keep it
+    folder = tmp_path / "home" / ".claude" / "projects" / str(project).replace("/", "-").replace(".", "-").replace("_", "-")
+    shutil.copytree(history(tmp_path, "2.1.197"), folder)
+    found = run()
+    assert found.returncode == 0, found.stderr
+    assert "imported 1 sessions" in found.stdout
+
+
+def _epoch(value) -> float:
+    return value if isinstance(value, (int, float)) else datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
