@@ -282,3 +282,18 @@ def test_pipeline_hook_runs_local_extraction_and_ends_active_context(local_model
     conn = local_model.db.reader()
     events, _ = Records.query(conn, resolve_view(conn), filters={"kind": "event", "session_id": "sess-1"})
     assert len(events) == 1 and "current_topic: indexer race" in events[0]["text"]
+
+
+def test_a_change_of_mind_in_imported_history_supersedes_the_old_rule(local_model):
+    """Statements keep the time they were made: a later one replaces an earlier one, however long ago both were
+    said and whenever the pipeline writes them (imported history is processed years later, in one go)."""
+    said = 1_600_000_000.0  # September 2020
+    first = local_model.extract(Material(source="prompt", text="We use black for formatting.", project=PROJECT,
+                                         observed_at=said))  # fmt: skip
+    later = local_model.extract(Material(source="prompt", text="From now on we format with ruff format instead of black.",
+                                         project=PROJECT, observed_at=said + 86_400))  # fmt: skip
+    assert [r["event"] for r in first.results] == ["ADD"] and [r["event"] for r in later.results] == ["UPDATE"]
+    [rule] = local_model.facts.list(project=PROJECT)
+    assert rule["text"] == "From now on we format with ruff format instead of black"
+    assert rule["data"]["verified_at"] == said + 86_400  # its decay counts from when it was said
+    assert local_model.conflicts.list("open") == []

@@ -123,17 +123,17 @@ class SessionSummaryDraft(BaseModel):
     distilled_by: DistilledBy = "local"
 
     def render(self) -> str:
-        """The labelled text form, used for `text` when it is empty."""
+        """The labelled text form, used for `text` (what search indexes): what was asked, why it
+        broke, what changed and came of it, what is left. What was merely read (`investigated`,
+        `files`) stays in the fields: listed here it would drown the session in search."""
         rows = [
             ("Request", self.request),
-            ("Investigated", self.investigated),
-            ("Learned", self.learned),
-            ("Completed", self.completed),
+            ("Root causes", "; ".join(self.root_causes)),
             ("Changed", ", ".join(self.files_changed)),
             ("Tests", "; ".join(self.tests)),
-            ("Root causes", "; ".join(self.root_causes)),
+            ("Completed", self.completed),
+            ("Learned", self.learned),
             ("Next steps", self.next_steps),
-            ("Files", ", ".join(self.files)),
         ]
         return "\n".join(f"{label}: {value}" for label, value in rows if value)
 

@@ -23,6 +23,8 @@ from worker.store.records import resolve_view
 
 RECALL_KINDS = ["observation", "summary", "fact", "event", "memory"]
 MAX_RULES = 3
+MAX_SESSIONS = 2
+SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
 LINE_CHARS = 300
 SESSION_LINE_CHARS = 420
 
@@ -37,6 +39,7 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
     view = resolve_view(conn, branch or settings.default_branch)
     rules = [f for f in matching_rules(conn, view, project, request.prompt)
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
+    sessions = [s for s in named_sessions(services, view, project, request.prompt) if s.get("session_id") != request.session_id]
     limit = settings.prompt_recall_limit
     hits = services.search.search(
         request.prompt,
@@ -50,7 +53,7 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
     # The prompt itself was just captured; recalling it back is noise.
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
     lines, results, seen = [], [], set()
-    for record in rules + hits:
+    for record in rules + sessions + hits:
         line = recall_line(record)
         key = line_key(line)
         if record["id"] in seen or key in seen:
@@ -58,7 +61,7 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
         seen.update((record["id"], key))
         lines.append(f"- {line} (id {record['id']})")
         results.append(record)
-        if len(results) >= len(rules) + limit:
+        if len(results) >= len(rules) + len(sessions) + limit:
             break
     if not lines:
         return {"context": "", "results": []}
@@ -75,6 +78,25 @@ def recall_line(record: dict[str, Any]) -> str:
     if kind == "summary":  # a session says more: what was asked, why it broke, what changed
         return "[session] " + clip(outcome_line(record)[2:], SESSION_LINE_CHARS)
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
+
+
+def named_sessions(services, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
+    """Earlier sessions the prompt names by what they were asked ("how did we fix <that issue's title>?").
+
+    Found by keywords, kept only when the prompt holds most of the session's subject: naming a
+    task is a stronger signal than any similarity score, so such a session comes first whatever its score."""
+    if not project:
+        return []
+    hits = services.search.search(prompt, view, filters={"project": project, "kind": ["summary"]},
+                                  top_k=MAX_SESSIONS * 2, mode="keyword", fallback=False)  # fmt: skip
+    wanted = terms(prompt)
+    named = []
+    for hit in hits:
+        subject = str((hit.get("data") or {}).get("request") or "").split(" | then: ")[0]
+        asked = terms(subject)
+        if len(asked) >= 3 and len(asked & wanted) / len(asked) >= SUBJECT_NAMED:
+            named.append(hit)
+    return named[:MAX_SESSIONS]
 
 
 def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[str, Any]]:

@@ -421,6 +421,7 @@ class FactExtractor:
                        agent_id=agent_id, session_id=session_id, source="prompt" if source == "prompt" else "ai",
                        source_id=source_id, branch=branch, quote=quote),
                 actor=actor, conn=conn, reason=reason if event == "ADD" else f"ADD (no valid target): {reason}",
+                stated_at=observed_at,
             )  # fmt: skip
             if stored["status"] == "rejected":
                 return {"id": None, "memory": text, "event": "REJECTED", "status": "rejected"}
@@ -441,7 +442,7 @@ class FactExtractor:
                     "candidate_id": opened["candidate"]["id"], "status": "disputed"}  # fmt: skip
         if event == "UPDATE":
             record = self.facts.supersede(conn, current["id"], new_text or text, confidence=confidence, actor=actor,
-                                          reason=reason, branch=branch, source_id=source_id)  # fmt: skip
+                                          reason=reason, branch=branch, source_id=source_id, stated_at=observed_at)  # fmt: skip
             return {"id": record["id"], "memory": record["text"], "event": "UPDATE", "previous_memory": current["text"], "status": "active"}
         self.facts.invalidate(conn, current["id"], actor=actor, reason=reason, branch=branch)
         return {"id": current["id"], "memory": current["text"], "event": "DELETE", "status": "invalidated"}

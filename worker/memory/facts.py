@@ -78,11 +78,15 @@ class FactStore:
 
     # --- writes ------------------------------------------------------------------------
 
-    def add(self, fact: FactIn, *, actor: str | None = None, conn=None, reason: str = "ADD") -> dict[str, Any]:
-        """Store a fact by its confidence tier. Returns {"status", "record"?, "approval"?}."""
+    def add(self, fact: FactIn, *, actor: str | None = None, conn=None, reason: str = "ADD",
+            stated_at: float | None = None) -> dict[str, Any]:  # fmt: skip
+        """Store a fact by its confidence tier. Returns {"status", "record"?, "approval"?}.
+
+        `stated_at`: when the statement was made, for a fact extracted from what a session said
+        (an imported one may be years old); its decay counts from then. Default: now."""
         if conn is None:
             with self.db.transaction() as c:
-                return self.add(fact, actor=actor, conn=c, reason=reason)
+                return self.add(fact, actor=actor, conn=c, reason=reason, stated_at=stated_at)
         agent_id = fact.agent_id or DEFAULT_AGENT
         actor = actor or agent_actor(agent_id)
         text = self._redact(fact.text.strip())
@@ -99,7 +103,7 @@ class FactStore:
             project=fact.project, agent_id=agent_id, session_id=fact.session_id, type=fact.category or "fact",
             confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
             happened_at=happened,
-            data={"verified_at": now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
+            data={"verified_at": stated_at or now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
                   **({"quote": fact.quote} if fact.quote else {})},
         )  # fmt: skip
         out: dict[str, Any] = {"status": status, "record": decorate(record)}
@@ -112,13 +116,13 @@ class FactStore:
         return out
 
     def supersede(self, conn, fact_id: str, text: str, *, confidence: float | None, actor: str, reason: str,
-                  branch: str = MAIN, source_id: str | None = None) -> dict[str, Any]:  # fmt: skip
+                  branch: str = MAIN, source_id: str | None = None, stated_at: float | None = None) -> dict[str, Any]:  # fmt: skip
         """UPDATE: a new version of the fact replaces the old one (history keeps both)."""
         current = self._current(conn, fact_id, branch)
         changes: dict[str, Any] = {
             "text": self._redact(text.strip()),
             "status": "active",
-            "data": {**current["data"], "verified_at": now(), "previous_text": current["text"]},
+            "data": {**current["data"], "verified_at": stated_at or now(), "previous_text": current["text"]},
         }
         if confidence is not None:
             changes["confidence"] = confidence
