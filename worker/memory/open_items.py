@@ -13,14 +13,16 @@ from typing import Any
 
 from worker.memory.common import now, text_similarity
 from worker.memory.cues import covers
+from worker.memory.forgotten import Forgotten
 from worker.store.db import Database
 
 SAME_ITEM = 0.7
 
 
 class OpenItems:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, forgotten: Forgotten | None = None):
         self.db = db
+        self.forgotten = forgotten or Forgotten(db)
 
     def record_outcome(self, conn, *, project: str, branch: str, session_id: str, next_steps: list[str],
                        done: list[str], at: float | None = None) -> dict[str, int]:  # fmt: skip
@@ -43,6 +45,8 @@ class OpenItems:
         for text in dict.fromkeys(t.strip() for t in next_steps if t and t.strip()):
             if any(text_similarity(text, other) >= SAME_ITEM or covers(other, text, at_least=0.8) for other in still_open):
                 continue
+            if self.forgotten.find(conn, project, "next_step", text):
+                continue  # a person forgot it (or edited its wording away): restating it does not reopen it
             conn.execute(
                 "INSERT INTO open_items(project, branch, session_id, text, opened_at) VALUES (?, ?, ?, ?, ?)",
                 (project, branch, session_id, text, at),
