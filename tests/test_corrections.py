@@ -179,6 +179,19 @@ def test_an_edit_keeps_the_category_and_the_old_wording_does_not_come_back(share
     assert history[-1]["reason"] == "EDIT: moved in May" and history[-1]["data"]["previous_text"] == fact["text"]
 
 
+def test_a_pending_or_disputed_fact_is_settled_by_a_person_not_by_an_agent(shared_worker):
+    project = "/tmp/corrections/pending"
+    pending = shared_worker.post("/api/v1/facts", {"text": "We might move CI to GitHub Actions", "confidence": 0.8,
+                                                   "project": project}, expect=201)  # fmt: skip
+    status, body = shared_worker.request("POST", f"/api/v1/facts/{pending['id']}/forget", {"agent_id": "claude-code"})
+    assert status == 403 and body["error"]["code"] == "human_decision"
+    out = shared_worker.post(f"/api/v1/facts/{pending['id']}/edit", {"text": "We move CI to GitHub Actions in June"})
+    assert out["status"] == "active"  # a person's edit is their decision
+    [approval] = [a for a in shared_worker.get("/api/v1/approvals?status=approved")["results"]
+                  if a["id"] == pending["approval_id"]]  # fmt: skip
+    assert approval["decided_by"] == OWNER and approval["result_id"] == pending["id"]
+
+
 def test_ids_that_are_not_facts_are_refused_clearly(shared_worker):
     project = "/tmp/corrections/refusals"
     identity = shared_worker.post("/api/v1/identity", {"content": "Goal: ship on Fridays", "project": project,

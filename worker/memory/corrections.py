@@ -27,7 +27,7 @@ from typing import Any
 
 from memory_anchor.schemas.corrections import FACT_ID_PATTERN, item_ref
 from memory_anchor.schemas.memory_model import FACT_ACCEPT
-from worker.memory.common import now
+from worker.memory.common import is_human, now
 from worker.memory.facts import FactStore
 from worker.memory.forgotten import Forgotten
 from worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
@@ -50,6 +50,7 @@ class Corrections:
             fact = self.find_fact(conn, ref, project=project, branch=branch)
             if fact["status"] == "forgotten":
                 raise RecordError(f"fact {fact['id'][:8]} is already forgotten", code="conflict", status=409)
+            self._refuse_agent_decision(conn, fact, actor)
             Records.update(conn, fact["id"], branch=branch, actor=actor, reason=f"FORGET: {reason or 'forgotten'}",
                            status="forgotten", data={**fact["data"], "forgotten_at": now()})  # fmt: skip
             entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
@@ -67,6 +68,7 @@ class Corrections:
                                   code="conflict", status=409)  # fmt: skip
             if new_text == fact["text"]:
                 raise RecordError(f"fact {fact['id'][:8]} already says that", code="nothing_to_change")
+            self._refuse_agent_decision(conn, fact, actor)
             # Made by a person: active whatever tier it waited in, its category and key kept.
             record = self.facts.supersede(conn, fact["id"], new_text, confidence=max(float(fact["confidence"] or 0), FACT_ACCEPT),
                                           actor=actor, reason=f"EDIT: {reason or 'edited'}", branch=branch)  # fmt: skip
@@ -102,6 +104,20 @@ class Corrections:
             raise RecordError(f"{prefix} names {len(facts)} facts ({', '.join(f['id'] for f in facts[:5])}): give more "
                               "of the id", code="ambiguous_id", status=409)  # fmt: skip
         return facts[0]
+
+    @staticmethod
+    def _refuse_agent_decision(conn, fact: dict[str, Any], actor: str) -> None:
+        """A correction settles a pending approval or an open conflict over the fact, which only a
+        person decides: an agent is refused there, and told where the person decides."""
+        if is_human(actor):
+            return
+        waiting = fact["status"] == "pending" or conn.execute(
+            "SELECT 1 FROM conflicts WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)", (fact["id"], fact["id"])
+        ).fetchone() is not None  # fmt: skip
+        if waiting:
+            raise RecordError(f"fact {fact['id'][:8]} waits for a person's decision (`memory-anchor approvals` or "
+                              "`memory-anchor conflicts`, or the viewer); an agent cannot settle it",
+                              code="human_decision", status=403)  # fmt: skip
 
     @staticmethod
     def _settle_decisions(conn, fact_id: str, actor: str, what: str, reason: str | None) -> None:
