@@ -17,9 +17,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_server.app import mcp
 from mcp_server.worker_gateway import agent, call, current_project
 
-Item = Annotated[str, Field(min_length=1, max_length=100, description="As the briefing shows it: `fact 1a2b3c4d` or `step 12`")]
 # Who the worker records: the session's agent, else the one the worker files Claude Code under.
 DEFAULT_AGENT = "claude-code"
+
+Item = Annotated[str, Field(min_length=1, max_length=100, description="As the briefing shows it: `fact 1a2b3c4d` or `step 12`")]
 Reason = Annotated[str, Field(min_length=1, max_length=2000, description="What the user said, in their words")]
 
 

@@ -56,10 +56,6 @@ def _actor(request: web.Request, body: CorrectionBy) -> str:
     return agent_actor(agent)
 
 
-def _json(value) -> web.Response:
-    return web.json_response(value)
-
-
 # --- facts ------------------------------------------------------------------------------------------
 
 
@@ -76,7 +72,7 @@ async def forget_fact(request: web.Request) -> web.Response:
     body = await _body(request, ForgetRequest)
     out = await _run(request, _corrections(request).forget_fact, request.match_info["fact_ref"], actor=_actor(request, body),
                      reason=body.reason, project=body.project, branch=body.branch or branch_param(request))  # fmt: skip
-    return _json(out)
+    return web.json_response(out)
 
 
 @routes.post("/api/v1/facts/{fact_ref}/edit")
@@ -92,7 +88,7 @@ async def edit_fact(request: web.Request) -> web.Response:
     out = await _run(request, _corrections(request).edit_fact, request.match_info["fact_ref"], body.text,
                      actor=_actor(request, body), reason=body.reason, project=body.project,
                      branch=body.branch or branch_param(request))  # fmt: skip
-    return _json(out)
+    return web.json_response(out)
 
 
 # --- next steps -------------------------------------------------------------------------------------
@@ -112,7 +108,7 @@ async def list_next_steps(request: web.Request) -> web.Response:
     limit = int_param(request, "limit", 100, low=1, high=1000)
     items = await _run(request, _corrections(request).steps, request.query.get("project"), closed=status == "closed",
                        limit=limit)  # fmt: skip
-    return _json({"results": [{**item, "ref": item_ref("next_step", item["id"])} for item in items]})
+    return web.json_response({"results": [{**item, "ref": item_ref("next_step", item["id"])} for item in items]})
 
 
 @routes.post("/api/v1/next-steps/{step_id}/forget")
@@ -122,7 +118,8 @@ async def forget_next_step(request: web.Request) -> web.Response:
     """Forget an open next step: closed, and the same step restated by a later session stays closed."""
     body = await _body(request, ForgetRequest)
     step = int_path(request, "step_id", "step id")
-    return _json(await _run(request, _corrections(request).forget_step, step, actor=_actor(request, body), reason=body.reason))
+    out = await _run(request, _corrections(request).forget_step, step, actor=_actor(request, body), reason=body.reason)
+    return web.json_response(out)
 
 
 @routes.post("/api/v1/next-steps/{step_id}/edit")
@@ -132,8 +129,9 @@ async def edit_next_step(request: web.Request) -> web.Response:
     """Reword an open next step: it is closed and the user's wording opens in its place (a new number)."""
     body = await _body(request, EditRequest)
     step = int_path(request, "step_id", "step id")
-    return _json(await _run(request, _corrections(request).edit_step, step, body.text, actor=_actor(request, body),
-                            reason=body.reason))  # fmt: skip
+    out = await _run(request, _corrections(request).edit_step, step, body.text, actor=_actor(request, body),
+                     reason=body.reason)  # fmt: skip
+    return web.json_response(out)
 
 
 # --- the forgotten list -------------------------------------------------------------------------------
@@ -151,4 +149,4 @@ async def list_forgotten(request: web.Request) -> web.Response:
         raise RecordError("kind must be fact or next_step")
     rows = await _run(request, _corrections(request).forgotten.list, request.query.get("project"), kind,
                       limit=int_param(request, "limit", 100, low=1, high=1000))  # fmt: skip
-    return _json({"results": rows})
+    return web.json_response({"results": rows})
