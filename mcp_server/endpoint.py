@@ -36,6 +36,7 @@ from mcp_server.tools import memories  # noqa: F401  seed 004 §3.1: memory_writ
 from mcp_server.tools import search  # noqa: F401  progressive disclosure: search, timeline, get_observations
 from mcp_server.tools import branches  # noqa: F401  issue 5: memory_branch_*, memory_snapshot*, memory_time_travel
 from mcp_server.tools import memory_model  # noqa: F401  issue 4: seed 002 §6 memory model tools
+from mcp_server.tools import corrections  # noqa: F401  issue 25: forget_memory, edit_memory
 from mcp_server.worker_gateway import SessionContext, enter_session
 
 

@@ -146,9 +146,13 @@ class Browser:
             time.sleep(0.1)
         raise BrowserError(f"timed out waiting for {expression}")
 
-    def click_button(self, label: str) -> None:
-        """Click the first button whose text is `label` (waiting for it to appear)."""
-        finder = f"[...document.querySelectorAll('button')].find((b) => b.textContent.trim() === {json.dumps(label)})"
+    def click_button(self, label: str, *, near: str | None = None) -> None:
+        """Click the first button whose text is `label` (waiting for it to appear); with `near`,
+        the first one in a card (`li`) whose text contains `near`."""
+        scope = "document"
+        if near is not None:
+            scope = f"[...document.querySelectorAll('li')].find((li) => li.textContent.includes({json.dumps(near)}))"
+        finder = f"[...{scope}.querySelectorAll('button')].find((b) => b.textContent.trim() === {json.dumps(label)})"
         self.wait_for(f"!!{finder}")
         # Dispatched in a task so that a confirm() it opens does not block this evaluation.
         self.evaluate(f"setTimeout(() => {finder}.click(), 0); true")

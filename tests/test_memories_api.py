@@ -190,3 +190,19 @@ def test_openapi_describes_the_routes(shared_worker):
     body_ref = doc["paths"]["/api/v1/memories"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     assert body_ref.endswith("AddMemoryRequest")
     assert "query" in doc["components"]["schemas"]["SearchRequest"]["properties"]
+
+
+def test_a_password_written_straight_after_the_word_is_not_stored(shared_worker):
+    """A mem0 add whose text gives "password <value>" (no "is", no ":") keeps the sentence, not the value."""
+    secret = "CorrectHorse-Battery7"
+    text = f"The staging database user is admin and password {secret}"
+    added = add(shared_worker, content=text, user_id="bare-password", metadata={"note": f"and password {secret}"},
+                infer=False)  # fmt: skip
+    stored = shared_worker.get(f"/api/v1/memories/{added[0]['id']}")
+    assert stored["memory"] == "The staging database user is admin and password [REDACTED:prose_password]"
+    assert stored["metadata"]["note"] == "and password [REDACTED:prose_password]"
+    history = shared_worker.get(f"/api/v1/memories/{added[0]['id']}/history")["results"]
+    hits = shared_worker.post("/api/v1/memories/search", {"query": "staging database password",
+                                                         "filters": {"user_id": "bare-password"}})["results"]  # fmt: skip
+    assert [h["id"] for h in hits] == [added[0]["id"]]
+    assert secret not in repr([stored, history, hits])

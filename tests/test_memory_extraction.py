@@ -297,3 +297,21 @@ def test_a_change_of_mind_in_imported_history_supersedes_the_old_rule(local_mode
     assert rule["text"] == "From now on we format with ruff format instead of black"
     assert rule["data"]["verified_at"] == said + 86_400  # its decay counts from when it was said
     assert local_model.conflicts.list("open") == []
+
+
+def test_claude_proposing_a_forgotten_or_edited_away_fact_again_writes_nothing(claude_model, fake_anthropic):
+    """Issue 25: what a person forgot, or the wording their edit replaced, does not come back through Claude."""
+    forgotten = seed_fact(claude_model, "Releases are cut from the develop branch", subject="release branch")
+    edited = seed_fact(claude_model, "The staging database is MySQL 5.7", subject="staging database")
+    claude_model.corrections.forget_fact(forgotten["id"], actor="human:alice", reason="we release from main")
+    claude_model.corrections.edit_fact(edited["id"], "The staging database is PostgreSQL 16", actor="human:alice")
+    fake_anthropic.enqueue(
+        facts_reply(("Releases are cut from the develop branch.", 0.95, "release branch"),
+                    ("The staging database is MySQL 5.7", 0.95, "staging database")),
+        decisions_reply((0, "ADD", None, None, "new"),
+                        (1, "UPDATE", 0, "The staging database is MySQL 5.7", "the session says so")),
+    )  # fmt: skip
+    outcome = claude_model.extract(summary())
+    assert [(r["event"], r.get("status")) for r in outcome.results] == [("NONE", "forgotten"), ("NONE", "forgotten")]
+    assert [f["text"] for f in claude_model.facts.list(project=PROJECT)] == ["The staging database is PostgreSQL 16"]
+    assert claude_model.facts.get(forgotten["id"])["status"] == "forgotten"

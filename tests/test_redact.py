@@ -72,6 +72,9 @@ SECRETS = [
     ("prose_password", "my pw: Qwerty!234 (don't share)", "Qwerty!234"),
     ("prose_password", "wifi passwd was Sunny#Day42.", "Sunny#Day42"),
     ("prose_password", "数据库密码是 Sh4ngHai2024", "Sh4ngHai2024"),
+    # The value straight after the word, with no "is" or ":" between (issue 25, found through mem0 add).
+    ("prose_password", "the staging db user is admin and password CorrectHorse-Battery7", "CorrectHorse-Battery7"),
+    ("prose_password", "then set the password to Tr0ub4dor&3 for prod.", "Tr0ub4dor&3"),
     # Keys by their shape alone.
     ("aws_secret_key", "here it is: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("aws_secret_key", "creds 9drTJvcXLB89EXAMPLEm1Q2w3E4r5T6y7U8i9O0p use them", "9drTJvcXLB89EXAMPLEm1Q2w3E4r5T6y7U8i9O0p"),
@@ -143,6 +146,11 @@ ORDINARY = [
     "mysql -u root -p shop",  # -p then a space: mysql prompts for the password
     "pytest -p no:cacheprovider; git log --pretty=format:%H --no-password --verbose",
     "the password is required and the password is hashed with sha256",
+    # Look-alikes of a value straight after the word: words, options, paths, versions, identifiers.
+    "password hashers, password reset e-mails and the password validation of Django 3.1",
+    "sudo passwd --delete bob2; passwd -l alice; pwd 2>/dev/null",
+    "see password auth/hashers2.py, password v4.0.1 and the password PBKDF2PasswordHasher",
+    "the default password pbkdf2_sha256 hasher, built for x86_64; compare password1 and password2",
     "if password is None: password: str = getpass.getpass()",
     "password: Optional[str] = None\npassword = args.password\npassword=password\npassword: ********",
     "Password: ${DB_PASSWORD}\npw = pw.strip()",

@@ -407,3 +407,30 @@ def test_rejected_fact_candidates_are_their_authors_alone(team):
         assert alice.execute("SELECT count(*) FROM fact_rejections").fetchone()[0] == 1
     with bob(team) as conn:
         assert conn.execute("SELECT count(*) FROM fact_rejections").fetchone()[0] == 0
+
+
+def test_a_forgotten_wording_is_as_private_as_its_fact_and_never_changed(team, alice_wrote):
+    """The forgotten list quotes what was forgotten: a private fact's wording stays Alice's; a shared
+    fact's and a next step's are the team's, so Bob's extraction keeps them out too."""
+    from worker.memory import MemoryModel
+
+    store = PostgresDatabase(team["alice"])
+    try:
+        corrections = MemoryModel(store).corrections
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO open_items(project, session_id, text, opened_at) VALUES ('', 's1', 'rotate the keys', 0)")
+        for name in ("fact", "private fact"):
+            corrections.forget_fact(alice_wrote[name]["id"], actor="human:alice", reason="wrong")
+        [step] = corrections.steps("")
+        corrections.forget_step(step["id"], actor="human:alice")
+    finally:
+        store.close()
+    with bob(team) as conn:
+        seen = conn.execute("SELECT kind, text, private FROM forgotten ORDER BY id").fetchall()
+        assert seen == [("fact", "the login test needs a fake clock", False), ("next_step", "rotate the keys", False)]
+        for statement in ("UPDATE forgotten SET text = 'x'", "DELETE FROM forgotten"):
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute(statement)
+        with pytest.raises(errors.InsufficientPrivilege):  # nor write in Alice's name
+            conn.execute("INSERT INTO forgotten(kind, item_id, text, key, action, actor, created_at, author)"
+                         " VALUES ('fact', 'x', 'x', 'x', 'forget', 'human:alice', 0, 'alice')")  # fmt: skip

@@ -182,6 +182,63 @@ def test_decisions_are_clicked_through_in_a_browser(shared_worker, tmp_path: Pat
     assert [(c["id"], c["resolution"]) for c in resolved] == [(conflicts[0]["id"], "keep_new")]
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_rules_facts_and_next_steps_are_forgotten_and_edited_in_a_browser(shared_worker, tmp_path: Path):
+    """A button beside each rule, fact and open next step: forget or edit it; it leaves the briefing
+    and stays out when the same prompt and the same last message are posted again."""
+    from tests.browser import Browser
+
+    project = "/tmp/viewer-corrections"
+
+    def session(session_id: str) -> None:
+        for payload in (
+            {**prompt_event(session_id, "Never import worker.api from worker.store."), "cwd": project},
+            {**prompt_event(session_id, "I prefer dataclasses over namedtuples."), "cwd": project},
+            {**prompt_event(session_id, "tidy up the store package"), "cwd": project, "hook_event_name": "Stop",
+             "stop_hook_active": False, "last_assistant_message": "Tidied the store package.\n\nNext steps:\n"
+             "- add a migration test for 0103\n- document the store layers"},
+        ):  # fmt: skip
+            shared_worker.post("/api/v1/events", payload, expect=202)
+        shared_worker.wait_idle()
+
+    session("viewer-c1")
+    briefing = shared_worker.get(f"/api/v1/context?project={project}")["context"]
+    assert "Never import worker.api" in briefing and "add a migration test for 0103" in briefing
+    with Browser(CHROMIUM, tmp_path / "profile") as browser:
+        browser.open(f"{shared_worker.url}/?token={shared_worker.token}")
+        browser.open(f"{shared_worker.url}/?project={project}#facts")
+        browser.wait_for("document.body.textContent.includes('document the store layers')")
+        browser.wait_for("document.body.textContent.includes('Never import worker.api')")
+
+        shown = "document.getElementById('section').textContent.includes({})".format
+        for forget, (edit, new_text) in (("Never import worker.api", ("I prefer dataclasses", "I prefer frozen dataclasses")),
+                                         ("add a migration test for 0103", ("document the store layers",
+                                          "document the store layers in docs/architecture.md"))):  # fmt: skip
+            browser.click_button("Forget", near=forget)  # a fact, then a next step
+            browser.wait_for("!" + shown(json.dumps(forget)))
+            browser.click_button("Edit", near=edit)
+            browser.wait_for("!!document.querySelector('textarea.edit-text')")
+            browser.evaluate(f"document.querySelector('textarea.edit-text').value = {json.dumps(new_text)}; true")
+            browser.click_button("Save")
+            browser.wait_for(shown(json.dumps(new_text)))
+        assert len(browser.dialogs) == 2 and all(d.startswith("Forget this") for d in browser.dialogs)
+
+    gone = ("Never import worker.api", "I prefer dataclasses over namedtuples", "add a migration test",
+            "- document the store layers (step")  # fmt: skip
+    briefing = shared_worker.get(f"/api/v1/context?project={project}")["context"]
+    assert not [text for text in gone if text in briefing]
+    assert "preference: I prefer frozen dataclasses" in briefing
+    assert "- document the store layers in docs/architecture.md (step" in briefing
+    session("viewer-c2")  # the same prompts and the same last message, as a re-import would post them
+    briefing = shared_worker.get(f"/api/v1/context?project={project}")["context"]
+    assert not [text for text in gone if text in briefing]
+    assert "preference: I prefer frozen dataclasses" in briefing
+    entries = shared_worker.get(f"/api/v1/forgotten?project={project}")["results"]
+    assert sorted((e["kind"], e["action"]) for e in entries) == [
+        ("fact", "edit"), ("fact", "forget"), ("next_step", "edit"), ("next_step", "forget")]
+    assert {e["actor"] for e in entries} == {f"human:{getpass.getuser()}"}
+
+
 def prompt_event(session_id: str, prompt: str) -> dict:
     return {
         "session_id": session_id, "transcript_path": f"/tmp/.claude/projects/x/{session_id}.jsonl",

@@ -53,7 +53,8 @@ def memory_write_fact(
     }
     answer = call("POST", "/api/v1/facts", {k: v for k, v in body.items() if v is not None})
     status = answer.get("status") or answer.get("event") or "stored"
-    return f"fact {answer.get('id', '')} {status}".strip()
+    why = f": {answer['reason']}" if status in ("forgotten", "rejected") and answer.get("reason") else ""
+    return " ".join(part for part in ("fact", answer.get("id"), status) if part) + why
 
 
 @mcp.tool(structured_output=False)  # plain text: compact for the model

@@ -29,13 +29,13 @@ def human_name() -> str:
         return "human"
 
 
-def refuse_inside_agent(command: str) -> None:
+def refuse_inside_agent(command: str, instead: str = "Agents propose identity changes with the propose_identity_change tool",
+                        code: str = "identity_protected") -> None:  # fmt: skip
     if os.environ.get("CLAUDECODE") == "1":
         raise WorkerError(
             f"`memory-anchor {command}` is for humans and refuses to run inside a Claude Code session "
-            "(CLAUDECODE=1). Agents propose identity changes with the propose_identity_change tool; "
-            "run this command in your own terminal.",
-            code="identity_protected",
+            f"(CLAUDECODE=1). {instead}; run this command in your own terminal.",
+            code=code,
         )
 
 

@@ -23,6 +23,7 @@ from aiohttp import web
 
 from memory_anchor.version import __version__
 from memory_anchor.schemas.branches import NAME_SCHEMA
+from memory_anchor.schemas.corrections import FACT_ID_PATTERN
 from memory_anchor.schemas.errors import ErrorResponse
 from memory_anchor.schemas.filters import COMPONENT_MARKER, FILTER_DEFS
 
@@ -38,6 +39,8 @@ PATH_PARAMS: dict[str, dict[str, Any]] = {
     "conflict_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "archive_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "quarantine_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "step_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "fact_ref": {"type": "string", "pattern": FACT_ID_PATTERN},  # a fact's id or its first characters
     "entity_type": {"type": "string", "enum": ["user", "agent", "app", "run"]},
 }
 

@@ -220,6 +220,18 @@ _RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]]
         ),
         lambda match: _redact_if(match, _password_like, "prose_password"),
     ),
+    # Prose that puts the value right after the word: "… and password CorrectHorse-Battery7",
+    # "set the password to Tr0ub4dor&3". With no "is" or ":" to say a value follows, the
+    # value must look more like one (see `_bare_password_like`): "password hashers",
+    # "password reset" or "passwd --delete bob" stay as they are.
+    (
+        "prose_password",
+        re.compile(
+            r"(?i)(\b" + _PROSE_PASSWORD_WORDS + r"\b(?:[ \t]+(?:to|now|is[ \t]+now))?[ \t]+)"
+            r"('[^'\n]{6,100}'|\"[^\"\n]{6,100}\"|`[^`\n]{6,100}`|[^\s'\"`]{5,99}[^\s'\"`.,;:!?)])"
+        ),
+        lambda match: _redact_if(match, _bare_password_like, "prose_password"),
+    ),
     ("prose_password", re.compile(r"((?:密码|口令)\s*(?:是|为|:|：)\s*)([^\s，。、；]{3,100})"), _keep_group(2, "prose_password")),
     # Bare keys, whatever stands around them: a 40-character AWS secret access key,
     # judged by its shape and entropy (see `_random_key_like`).
@@ -396,6 +408,30 @@ def _password_like(value: str) -> bool:
     if len(inner) < 4 or inner.lower() in _NOT_PASSWORDS or _CODE_LIKE.search(inner):
         return False
     return _PASSWORD_CHAR.search(inner) is not None
+
+
+_VERSION_LIKE = re.compile(r"v?\d+(?:[.-]\d+)+\w*", re.IGNORECASE)
+_CAMEL_PART = re.compile(r"[A-Z][a-z]{2,}")
+_SNAKE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _bare_password_like(value: str) -> bool:
+    """Whether a value written straight after "password" (no "is", no ":") is one.
+
+    A password by `_password_like`, and also letters with digits (what most
+    passwords mix), not a command-line option, a path or a version: words and
+    identifiers follow "password" in ordinary text far more often than secrets do.
+    """
+    quoted = value[:1] in "'\"`" and value[-1:] == value[:1]
+    inner = value[1:-1] if quoted else value.rstrip(".,;:!?)")
+    if len(inner) < 6 or inner[0] in "-+" or "/" in inner or "\\" in inner or _VERSION_LIKE.fullmatch(inner):
+        return False
+    if inner.isalnum() and len(_CAMEL_PART.findall(inner)) >= 2:
+        return False  # an identifier: PBKDF2PasswordHasher
+    if _SNAKE_NAME.fullmatch(inner):
+        return False  # a name: pbkdf2_sha256, x86_64
+    has_letter = re.search(r"[^\W\d_]", inner) is not None
+    return has_letter and re.search(r"\d", inner) is not None and _password_like(inner)
 
 
 _NOT_ASSIGNED_SECRET = re.compile(

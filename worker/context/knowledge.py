@@ -41,5 +41,6 @@ def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
     items = model.open_items.fresh(request.project, reference=reference, limit=NEXT_STEPS, conn=conn)
     if not items:
         return None
-    lines = [f"- {clip(item['text'], 220)} (open since {when(item['opened_at'])})" for item in items]
+    # The number names the step to `memory-anchor forget step N` and the forget_memory tool.
+    lines = [f"- {clip(item['text'], 220)} (step {item['id']}, open since {when(item['opened_at'])})" for item in items]
     return Section("next_steps", "Open next steps (left by earlier sessions)", lines, share=0.15)

@@ -52,6 +52,9 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
     )
     # The prompt itself was just captured; recalling it back is noise.
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
+    forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
+    if forgotten is not None and project:  # a session's line without what the user has forgotten since
+        hits = [forgotten.scrub_outcome(conn, project, h) if h["kind"] == "summary" else h for h in hits]
     lines, results, seen = [], [], set()
     for record in rules + sessions + hits:
         line = recall_line(record)

@@ -72,6 +72,8 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     if not page:
         return None
     known = [f["text"] for f in facts_of_types(conn, view, request.project, ("bugfix",), limit=100)]
+    if request.memory is not None:  # a forgotten root cause or next step leaves the session's line too
+        page = [request.memory.forgotten.scrub_outcome(conn, request.project, r) for r in page]
     lines = [outcome_line(r, known) for r in page]
     return Section("summaries", "Last sessions (asked · root cause · changed · tests · done · next)", lines, share=0.3)
 

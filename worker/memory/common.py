@@ -97,20 +97,33 @@ def fact_key(subject: str | None, text: str) -> str:
     return " ".join(words)[:200] or (text or "").strip().lower()[:200]
 
 
-def _trigrams(text: str) -> set[str]:
-    compact = " ".join(tokens(text))
-    return {compact[i : i + 3] for i in range(max(len(compact) - 2, 1))} if compact else set()
+class Wording:
+    """A short text's words and trigrams, read once: comparing one text with many
+    (the forgotten list) then costs set operations, not tokenising both each time."""
+
+    __slots__ = ("text", "words", "grams")
+
+    def __init__(self, text: str):
+        self.text = text or ""
+        found = tokens(self.text)
+        compact = " ".join(found)
+        self.words = set(found)
+        self.grams = {compact[i : i + 3] for i in range(max(len(compact) - 2, 1))} if compact else set()
+
+    def similarity(self, other: "Wording") -> float:
+        """0..1: how much the two say the same (word overlap and trigram overlap)."""
+        ta, tb = self.words, other.words
+        if not ta or not tb:
+            return 1.0 if self.text.strip().lower() == other.text.strip().lower() else 0.0
+        jaccard = len(ta & tb) / len(ta | tb)
+        ga, gb = self.grams, other.grams
+        dice = 2 * len(ga & gb) / (len(ga) + len(gb)) if ga and gb else 0.0
+        return max(jaccard, dice)
 
 
 def text_similarity(a: str, b: str) -> float:
     """0..1: how much two short texts say the same (word overlap and trigram overlap)."""
-    ta, tb = set(tokens(a)), set(tokens(b))
-    if not ta or not tb:
-        return 1.0 if (a or "").strip().lower() == (b or "").strip().lower() else 0.0
-    jaccard = len(ta & tb) / len(ta | tb)
-    ga, gb = _trigrams(a), _trigrams(b)
-    dice = 2 * len(ga & gb) / (len(ga) + len(gb)) if ga and gb else 0.0
-    return max(jaccard, dice)
+    return Wording(a).similarity(Wording(b))
 
 
 def estimate_tokens(text: str) -> int:

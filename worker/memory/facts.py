@@ -35,11 +35,13 @@ from worker.memory.common import (
     agent_actor,
     fact_key,
     human_actor,
+    is_human,
     now,
     text_similarity,
     to_epoch,
 )
 from worker.memory.finder import Finder
+from worker.memory.forgotten import Forgotten
 from worker.store.db import Database
 from worker.store.records import MAIN, NotFound, RecordError, Records, View, resolve_view
 
@@ -70,11 +72,12 @@ def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
 
 
 class FactStore:
-    def __init__(self, db: Database, finder: Finder, approvals: ApprovalQueue, redact=None):
+    def __init__(self, db: Database, finder: Finder, approvals: ApprovalQueue, redact=None, forgotten=None):
         self.db = db
         self.finder = finder
         self.approvals = approvals
         self._redact = redact or (lambda text: text)
+        self.forgotten = forgotten or Forgotten(db)
 
     # --- writes ------------------------------------------------------------------------
 
@@ -90,6 +93,10 @@ class FactStore:
         agent_id = fact.agent_id or DEFAULT_AGENT
         actor = actor or agent_actor(agent_id)
         text = self._redact(fact.text.strip())
+        if not is_human(actor) and (gone := self.forgotten.find(conn, fact.project, "fact", text)):
+            # A person said it is wrong: no agent, extraction or approval of theirs writes it again.
+            return {"status": "forgotten", "record": None, "forgotten_id": gone["id"],
+                    "reason": f"forgotten by {gone['actor']} ({gone['action']}): not stored"}  # fmt: skip
         status = tier(fact.confidence)
         if status == "rejected":
             self.log_rejection(conn, text, fact.confidence, project=fact.project, agent_id=agent_id,

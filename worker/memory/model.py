@@ -31,10 +31,12 @@ from worker.memory.agents import AgentPolicy
 from worker.memory.approvals import ApprovalQueue
 from worker.memory.common import DEFAULT_AGENT, agent_actor, human_actor, now
 from worker.memory.conflicts import ConflictService
+from worker.memory.corrections import Corrections
 from worker.memory.events import EventLog
 from worker.memory.extraction import FactExtractor, Material
 from worker.memory.facts import FactStore
 from worker.memory.finder import Finder
+from worker.memory.forgotten import Forgotten
 from worker.memory.identity import IdentityService, refuse_agent_identity_write
 from worker.memory.open_items import OpenItems
 from worker.memory.provenance import Prompt
@@ -66,10 +68,12 @@ class MemoryModel:
         self.identity = IdentityService(db)
         self.active = ActiveContext(default_ttl=active_ttl_seconds)
         self.events = EventLog(db, self.finder, redact)
-        self.facts = FactStore(db, self.finder, self.approvals, redact)
+        self.forgotten = Forgotten(db)
+        self.facts = FactStore(db, self.finder, self.approvals, redact, self.forgotten)
         self.conflicts = ConflictService(db, self.facts)
         self.relations = RelationStore(db)
-        self.open_items = OpenItems(db)
+        self.open_items = OpenItems(db, self.forgotten)
+        self.corrections = Corrections(db, self.facts, self.forgotten, redact)
         self.operations = OperationsIndex(db, self.finder)
         self.extractor = FactExtractor(db, self.facts, self.conflicts, llm, redact, self.policy)
         self.retrieval = Retrieval(self)

@@ -17,6 +17,7 @@ from typing import Any
 
 from worker.memory.common import DAY, now, text_similarity
 from worker.memory.cues import covers
+from worker.memory.forgotten import Forgotten
 from worker.store.db import Database
 
 SAME_ITEM = 0.7
@@ -25,8 +26,9 @@ MAX_AGE_DAYS = 21
 
 
 class OpenItems:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, forgotten: Forgotten | None = None):
         self.db = db
+        self.forgotten = forgotten or Forgotten(db)
 
     def record_outcome(self, conn, *, project: str, branch: str, session_id: str, next_steps: list[str],
                        done: list[str], at: float | None = None) -> dict[str, int]:  # fmt: skip
@@ -50,6 +52,8 @@ class OpenItems:
         conn.execute("DELETE FROM open_items WHERE session_id = ? AND closed_at IS NULL", (session_id,))
         opened = 0
         for text in dict.fromkeys(t.strip() for t in next_steps if t and t.strip()):
+            if self.forgotten.find(conn, project, "next_step", text):
+                continue  # a person forgot it (or edited its wording away): restating it does not reopen it
             for earlier in still_open:
                 if text_similarity(text, earlier["text"]) >= SAME_ITEM or covers(earlier["text"], text, at_least=0.8):
                     conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? "

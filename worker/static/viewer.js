@@ -149,7 +149,7 @@ function badge(text, extra) {
   return text ? el("span", { class: `badge ${extra || ""}` }, text) : null;
 }
 
-function recordCard(record) {
+function recordCard(record, extra) {
   const headline = record.title || record.memory;
   return el(
     "li",
@@ -170,6 +170,7 @@ function recordCard(record) {
     el("div", { class: "headline" }, shorten(headline, 200)),
     record.title && record.memory ? el("div", { class: "body" }, shorten(record.memory, 300)) : null,
     el("div", { class: "where" }, shorten(record.project || "", 80), record.session_id ? ` · session ${shorten(record.session_id, 12)}` : ""),
+    extra instanceof Node ? extra : null, // not Array.map's index
   );
 }
 
@@ -328,19 +329,32 @@ const sections = {
   },
 
   async facts(node) {
-    const choices = [["active", "active"], ["pending", "pending approval"], ["disputed", "disputed"], ["active,pending,disputed", "all"]];
+    const choices = [["active", "active"], ["pending", "pending approval"], ["disputed", "disputed"],
+                     ["active,pending,disputed", "all"], ["forgotten", "forgotten"]];
     const status = el("select", {}, choices.map(([value, label]) => el("option", { value }, label)));
+    const steps = el("div");
     const list = el("div");
+    const reloadSteps = () =>
+      load(steps, "Next steps", async (target) => {
+        const data = await api("GET", "/api/v1/next-steps", { params: { project: scope.project } });
+        const rows = data.results || [];
+        fill(target, rows.length ? el("ul", { class: "cards" }, rows.map((step) => stepCard(step, reloadSteps)))
+                                 : message("muted", "No open next steps."));
+      });
     const reload = () =>
       load(list, "Facts", async (target) => {
         const params = scopeParams({ limit: 500, status: status.value });
         const data = await api("GET", "/api/v1/facts", { params });
-        fill(target, el("p", { class: "muted" }, `${data.total ?? (data.results || []).length} facts; click one for its history.`),
-             recordList(data.results || []));
+        const results = data.results || [];
+        fill(target, el("p", { class: "muted" }, `${data.total ?? results.length} facts; click one for its history.`),
+             results.length ? el("ul", { class: "cards" }, results.map((fact) => factCard(fact, reload))) : message("muted", "Nothing here."));
       });
     status.addEventListener("change", reload);
-    fill(node, el("h2", {}, "Facts"), el("label", {}, "Status ", status), list);
-    await reload();
+    fill(node, el("h2", {}, "Open next steps"), steps, el("h2", {}, "Facts"),
+         message("muted", "Rules, decisions, preferences and what sessions established. Forget what is wrong, or edit it: ",
+                 "extracting the same words again does not bring it back."),
+         el("label", {}, "Status ", status), list);
+    await Promise.all([reloadSteps(), reload()]);
   },
 
   async identity(node) {
@@ -447,6 +461,63 @@ function quarantineCard(item, reload) {
     el("div", { class: "actions" },
        decisionButton("Retry", "ok", () => act("POST", `/api/v1/inbox/quarantine/${enc(item.id)}/retry`, "back in line")),
        decisionButton("Drop", "danger", () => act("DELETE", `/api/v1/inbox/quarantine/${enc(item.id)}`, "dropped"))),
+  );
+}
+
+// --- corrections: forget or edit a fact or an open next step -----------------------------
+
+const LIVE_FACT = new Set(["active", "pending", "disputed"]);
+
+/** Forget and Edit buttons for one item; `path` is its correction route without the action. */
+function correctionActions(what, path, text, reload) {
+  const actions = el("div", { class: "actions correction" });
+  async function correct(action, body, done) {
+    try {
+      const out = await api("POST", `${path}/${action}`, { body });
+      flash(`${out.ref} ${done}`);
+      refreshCounts();
+      reload();
+    } catch (err) {
+      flash(`${what}: ${err.message}`, true);
+    }
+  }
+  function forget(event) {
+    event.stopPropagation();
+    if (!window.confirm(`Forget this ${what}? It leaves the briefing, recall and search, and does not come back when the same words are extracted again.`)) return;
+    correct("forget", {}, "forgotten");
+  }
+  function edit(event) {
+    event.stopPropagation();
+    const input = el("textarea", { class: "edit-text", rows: 2, "aria-label": `new text of the ${what}` });
+    input.value = text;
+    const save = decisionButton("Save", "ok", (e) => {
+      e.stopPropagation();
+      if (input.value.trim()) correct("edit", { text: input.value.trim() }, "edited");
+    });
+    const cancel = decisionButton("Cancel", "", (e) => { e.stopPropagation(); fill(actions, ...buttons()); });
+    input.addEventListener("click", (e) => e.stopPropagation());
+    fill(actions, input, save, cancel);
+    input.focus();
+  }
+  const buttons = () => [decisionButton("Edit", "", edit), decisionButton("Forget", "danger", forget)];
+  return fill(actions, ...buttons());
+}
+
+function factCard(fact, reload) {
+  const what = ["rule", "convention", "decision", "preference"].includes(fact.type) ? fact.type : "fact";
+  const actions = LIVE_FACT.has(fact.status) ? correctionActions(what, `/api/v1/facts/${enc(fact.id)}`, fact.memory ?? fact.text ?? "", reload) : null;
+  return recordCard(fact, actions);
+}
+
+function stepCard(step, reload) {
+  return el(
+    "li",
+    { class: "card step", "data-id": step.id },
+    el("div", { class: "meta" }, badge(step.ref, "kind"), el("span", {}, `session ${shorten(step.session_id, 16)}`),
+       el("time", {}, `open since ${when(step.opened_at)}`)),
+    el("div", { class: "headline" }, step.text),
+    el("div", { class: "where" }, shorten(step.project || "", 80)),
+    correctionActions("next step", `/api/v1/next-steps/${enc(step.id)}`, step.text, reload),
   );
 }
 

@@ -412,6 +412,29 @@ MEMORY_MODEL: list[Migration] = [
         CREATE INDEX open_items_by_session ON open_items(session_id);
         """,
     ),
+    (
+        "0103_forgotten",
+        """
+        -- What a person said is wrong: facts (rules, decisions, ...) and next steps
+        -- forgotten, or the wording an edit replaced. Extraction compares what it is
+        -- about to write with these, so the same words do not bring them back
+        -- (worker/memory/forgotten.py). Also the history of a forgotten next step.
+        CREATE TABLE forgotten (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            project     TEXT NOT NULL DEFAULT '',
+            kind        TEXT NOT NULL,         -- fact|next_step
+            item_id     TEXT NOT NULL,         -- the fact's id, or the open item's
+            text        TEXT NOT NULL,         -- the wording forgotten
+            key         TEXT NOT NULL,         -- that wording normalised (memory/common.py tokens)
+            action      TEXT NOT NULL,         -- forget|edit
+            actor       TEXT NOT NULL,
+            reason      TEXT,
+            created_at  REAL NOT NULL
+        );
+        CREATE INDEX forgotten_by_project ON forgotten(project, kind, key);
+        CREATE INDEX forgotten_by_item ON forgotten(item_id);
+        """,
+    ),
 ]
 BRANCHING: list[Migration] = [
     (
