@@ -41,7 +41,8 @@ def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
     """
     data = summary.get("data") or {}
     parts = []
-    request = str(data.get("request") or "").split(" | then: ")[0]
+    # The first thing asked (a forgotten sentence scrubbed from it may leave the next one first).
+    request = re.sub(r"^\s*\|\s*then:\s*", "", str(data.get("request") or "")).split(" | then: ")[0].strip()
     if request:
         parts.append(f"asked: {clip(request, 110)}")
     causes = [c for c in data.get("root_causes") or [] if isinstance(c, str) and not _known(c, known)]
@@ -62,8 +63,8 @@ def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
     steps = [n for n in data.get("next") or [] if isinstance(n, str)]
     if steps:
         parts.append("next: " + "; ".join(clip(n, 100) for n in steps[:3]))
-    if not parts:
-        parts.append(clip(summary.get("title") or summary.get("text") or "", 200))
+    if not parts:  # a summary of an older version (no fields), or one whose every part was forgotten
+        parts.append("no outcome recorded" if data else clip(summary.get("title") or summary.get("text") or "", 200))
     return f"- {when(summary.get('happened_at'))} · " + " · ".join(parts)
 
 
