@@ -139,7 +139,7 @@ def test_unchanged_changed_and_superseded(tmp_path):
     p.commit("rewrite total")
     gone = checker.check_record(edit, repo)
     assert (gone.state, gone.detail) == ("superseded", "the edit to app/cart.py is no longer in the file")
-    assert mark(gone) == " (the edit to app/cart.py is no longer in the file)"
+    assert mark(gone) == " (superseded: the edit to app/cart.py is no longer in the file)"
 
 
 def test_deleted_and_moved_by_a_rename_git_follows(tmp_path):

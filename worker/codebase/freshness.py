@@ -47,10 +47,12 @@ def commits_phrase(commits: int | None) -> str:
 
 
 def mark(freshness: Freshness | None) -> str:
-    """The mark shown after a memory's line: ' (app/cart.py changed since, 3 commits)', or ''."""
+    """The mark shown after a memory's line: ' (app/cart.py changed since, 3 commits)',
+    ' (superseded: the edit to app/cart.py is no longer in the file)', or '' when not stale."""
     if freshness is None or not freshness.stale or not freshness.detail:
         return ""
-    return f" ({freshness.detail})"
+    prefix = "superseded: " if freshness.state == "superseded" else ""
+    return f" ({prefix}{freshness.detail})"
 
 
 class FreshnessChecker:
