@@ -13,35 +13,12 @@ import subprocess
 import pytest
 
 from memory_anchor.schemas.codebase import CodeRef
+from tests.gitrepo import GitRepo
 from worker.codebase import git
 from worker.codebase.freshness import FreshnessChecker, mark, repo_for
 from worker.codebase.refs import CodeRecorder, paths_in_text, stored_refs, to_data
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-class Project:
-    """A git repository in a tmp dir, driven with real git commands."""
-
-    def __init__(self, root):
-        self.root = root
-        self.git("init", "-q", "-b", "main")
-        self.git("config", "user.email", "dev@example.com")
-        self.git("config", "user.name", "Dev")
-        self.git("config", "commit.gpgsign", "false")
-
-    def git(self, *args: str) -> str:
-        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True, text=True).stdout
-
-    def write(self, path: str, text: str) -> None:
-        full = self.root / path
-        full.parent.mkdir(parents=True, exist_ok=True)
-        full.write_text(text, encoding="utf-8")
-
-    def commit(self, message: str) -> str:
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
-        return self.git("rev-parse", "HEAD").strip()
 
 
 @pytest.fixture(autouse=True)
@@ -51,10 +28,8 @@ def fresh_repo_cache():
     git._repos.clear()
 
 
-def make_project(tmp_path) -> Project:
-    root = tmp_path / "shop"
-    root.mkdir()
-    return Project(root)
+def make_project(tmp_path) -> GitRepo:
+    return GitRepo(tmp_path / "shop")
 
 
 CART = "def total(items):\n    return sum(i.price for i in items)\n"

@@ -10,12 +10,12 @@ file loses its confidence until the file is back.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import urllib.parse
 
 import pytest
 
 from tests.conftest import start_worker, worker_env
+from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.both_backends, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
 
@@ -23,27 +23,6 @@ CART = "def total(items):\n    return sum(item.price for item in items)\n"
 FIXED_LINE = "return sum(item.price * item.quantity for item in items)"
 SETTINGS = "[database]\nurl = 'postgresql://localhost/shop'\npool_size = 5\n"
 GUIDE = "# Shop guide\n\nHow orders flow from the cart to the invoice.\n" * 3
-
-
-class Repo:
-    def __init__(self, root):
-        self.root = root
-        root.mkdir(parents=True)
-        self.git("init", "-q", "-b", "main")
-        self.git("config", "user.email", "dev@example.com")
-        self.git("config", "user.name", "Dev")
-        self.git("config", "commit.gpgsign", "false")
-
-    def git(self, *args: str) -> str:
-        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True, text=True).stdout
-
-    def write(self, path: str, text: str) -> None:
-        (self.root / path).parent.mkdir(parents=True, exist_ok=True)
-        (self.root / path).write_text(text, encoding="utf-8")
-
-    def commit(self, message: str) -> None:
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
 
 
 def hook(cwd, session: str, name: str, **fields) -> dict:
@@ -89,7 +68,7 @@ def line_with(text: str, words: str) -> str:
     return next(line for line in text.splitlines() if words in line)
 
 
-def three_sessions(worker, repo: Repo) -> None:
+def three_sessions(worker, repo: GitRepo) -> None:
     """The issue's new user: a fix with a next step, a rule about where the settings live, a guide read."""
     root = repo.root
     repo.write("app/cart.py", CART)
@@ -120,7 +99,7 @@ def rule_fact(worker, project) -> dict:
 
 
 def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(worker, tmp_path):
-    repo = Repo(tmp_path / "shop")
+    repo = GitRepo(tmp_path / "shop")
     project = repo.root.resolve()
     three_sessions(worker, repo)
 
@@ -188,7 +167,7 @@ def test_outside_git_nothing_is_marked_and_nothing_breaks(worker, tmp_path):
 
 
 def test_without_git_on_the_path_nothing_is_marked(tmp_path):
-    repo = Repo(tmp_path / "shop")
+    repo = GitRepo(tmp_path / "shop")
     repo.write("app/cart.py", CART)
     repo.commit("cart")
     data_dir = tmp_path / "data"

@@ -187,8 +187,9 @@ class CodeRecorder:
         return repo.relative(path)
 
 
-def to_data(refs: list[CodeRef], head_sha: str | None) -> dict[str, Any]:
-    """The fields a record keeps them in: {"code": [...], "code_head": sha}; {} when there is nothing."""
+def to_data(refs: list[CodeRef], head_sha: str | None, *, keep_head: bool = False) -> dict[str, Any]:
+    """The fields a record keeps them in: {"code": [...], "code_head": sha}; {} when there is nothing.
+    `keep_head`: the HEAD even without refs (a session's summary: what the project was at its end)."""
     if not refs:
-        return {}
+        return {"code_head": head_sha} if keep_head and head_sha else {}
     return {"code": [r.model_dump(exclude_none=True) for r in refs], "code_head": head_sha}

@@ -41,9 +41,11 @@ class Codebase:
 
     def summary_data(self, summary: dict[str, Any], observations: list[dict[str, Any]], *, project: str | None,
                      cwd: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """A session summary's {"code", "code_head"}: the files it changed, and the HEAD at its end
+        even when it changed none (later commits are measured from it)."""
         try:
             refs, head_sha = self.recorder.summary_refs(summary, observations, self.repo(project, cwd), cwd=cwd)
-            return to_data(refs, head_sha)
+            return to_data(refs, head_sha, keep_head=True)  # the commit its next steps are open since
         except Exception:
             log.warning("could not read the code a session changed", exc_info=True)
             return {}

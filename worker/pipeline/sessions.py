@@ -144,11 +144,14 @@ class Sessions:
 
     def _code_data(self, conn, event: InboxEvent, session: dict[str, Any], view, data: dict[str, Any]) -> dict[str, Any]:
         """The files the session changed as they are at its end, each with what its edits put in
-        that is still there ({"code", "code_head"}); nothing for history imported from long ago."""
-        if event.origin == HISTORY or not data.get("files_changed"):
+        that is still there, and the HEAD then ({"code", "code_head"}); nothing for history
+        imported from long ago."""
+        if event.origin == HISTORY:
             return {}
-        edits, _ = Records.query(conn, view, filters={"session_id": session["session_id"], "kind": "observation"},
-                                 order="seq ASC", limit=500)  # fmt: skip
+        edits = []
+        if data.get("files_changed"):
+            edits, _ = Records.query(conn, view, filters={"session_id": session["session_id"], "kind": "observation"},
+                                     order="seq ASC", limit=500)  # fmt: skip
         return self.services.codebase.summary_data({"kind": "summary", "data": data}, edits,
                                                    project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
 
