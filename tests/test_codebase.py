@@ -223,3 +223,23 @@ def test_an_unknown_base_commit_is_changed_without_a_count(tmp_path):
     found = FreshnessChecker().check([ref], repo)
     assert (found.state, found.commits, found.detail) == ("changed", None, "a.py changed since")
     assert os.path.exists(p.root / "a.py")
+
+
+def test_a_commit_between_sessions_is_asked_of_git_before_the_next_briefing(tmp_path):
+    """`Codebase.warm` (the worker runs it every few seconds) asks the history a check will need once
+    HEAD moved, so the SessionStart after a commit starts no git process."""
+    from worker.codebase.service import Codebase
+
+    p = make_project(tmp_path)
+    p.write("app/cart.py", CART)
+    p.commit("cart")
+    codebase = Codebase()
+    record = {"id": "r", "kind": "observation", "data": codebase.record_data(observation(files_read=["app/cart.py"]),
+                                                                            project=str(p.root), cwd=str(p.root))}  # fmt: skip
+    assert codebase.warm() == 1 and codebase.history.calls == 0  # HEAD is where the record was made: nothing to ask
+    p.write("app/cart.py", FIXED)
+    p.commit("fix")
+    assert codebase.warm() == 1 and codebase.history.calls == 1
+    assert codebase.warm() == 0  # HEAD has not moved since
+    assert codebase.check([record], project=str(p.root))["r"].detail == "app/cart.py changed since, 1 commit"
+    assert codebase.history.calls == 1

@@ -54,5 +54,5 @@ def reconcile_facts(request, facts: list[dict[str, Any]], found: dict[str, Fresh
     model = request.memory
     if model is None or not found:
         return facts
-    changed = model.facts.reconcile_with_code(facts, found, branch=request.branch)
+    changed = model.facts.reconcile_with_code(facts, found, branch=request.branch)["facts"]
     return [{**fact, **changed[fact["id"]]} if fact["id"] in changed else fact for fact in facts]

@@ -177,15 +177,16 @@ class FactStore:
     # --- the code a fact names (issue 27) --------------------------------------------------------
 
     def reconcile_with_code(self, facts: list[dict[str, Any]], freshness: dict[str, Any], *,
-                            branch: str = MAIN) -> dict[str, dict[str, Any]]:  # fmt: skip
+                            branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
         """Facts whose files are gone (deleted, or moved from the path they state) lose confidence
         below FACT_REVERIFY, so they show `needs_verification` and wait to be verified, corrected or
         invalidated like any decayed fact; a demoted fact whose file the current code has again (the
         same blob back, or its stated path present) regains the confidence it had, re-verified now.
 
-        `freshness`: {fact id: Freshness} from worker/codebase. Writes only when a fact's state flips;
-        returns {fact id: its new version, decorated} for those (`data.code_stale` says which way)."""
+        `freshness`: {fact id: Freshness} from worker/codebase. Writes only when a fact's state flips.
+        Returns {"demoted": n, "restored": n, "facts": {fact id: its new version, decorated}}."""
         changed: dict[str, dict[str, Any]] = {}
+        demoted = restored = 0
         for fact in facts:
             found = freshness.get(fact["id"])
             if found is None or found.state == "unknown" or fact.get("status") != "active":
@@ -195,11 +196,13 @@ class FactStore:
             record = None
             if gone and not stale:
                 record = self._demote_for_code(fact["id"], found, branch)
+                demoted += record is not None
             elif not gone and stale:
                 record = self._restore_for_code(fact["id"], branch)
+                restored += record is not None
             if record is not None:
                 changed[fact["id"]] = decorate(record)
-        return changed
+        return {"demoted": demoted, "restored": restored, "facts": changed}
 
     def _demote_for_code(self, fact_id: str, found, branch: str) -> dict[str, Any] | None:
         with self.db.transaction() as conn:
