@@ -243,3 +243,26 @@ def test_a_commit_between_sessions_is_asked_of_git_before_the_next_briefing(tmp_
     assert codebase.warm() == 0  # HEAD has not moved since
     assert codebase.check([record], project=str(p.root))["r"].detail == "app/cart.py changed since, 1 commit"
     assert codebase.history.calls == 1
+
+
+def test_an_edit_keeps_the_lines_it_changed_not_the_lines_around_them(tmp_path):
+    """Claude's Edit repeats unchanged lines to anchor itself; a later change of those is not a change of the fix."""
+    from worker.codebase.refs import edit_texts
+
+    old = "def total(items):\n    return sum(item.price for item in items)\n# the cart's total\n"
+    new = "def total(items):\n    return sum(item.price * item.quantity for item in items)\n# the cart's total\n"
+    assert edit_texts("Edit", {"old_string": old, "new_string": new}) == ["return sum(item.price * item.quantity for item in items)"]
+    assert edit_texts("Edit", {"old_string": "x = 1\n", "new_string": ""}) == []  # a deletion put nothing in
+    assert edit_texts("Write", {"content": "a whole new file, long enough"}) == []
+    assert edit_texts("MultiEdit", {"edits": [{"old_string": "a", "new_string": "timeout = 30  # seconds"}]}) == ["timeout = 30 # seconds"]
+
+    p = make_project(tmp_path)
+    p.write("app/cart.py", new)
+    p.commit("fixed")
+    repo = repo_for(str(p.root))
+    payload = {"tool_name": "Edit", "tool_input": {"file_path": str(p.root / "app/cart.py"), "old_string": old, "new_string": new}}
+    record = {"id": "e", "kind": "observation"}
+    record["data"] = to_data(*CodeRecorder().refs_for(observation(["app/cart.py"]), repo, payload=payload))
+    p.write("app/cart.py", new.replace("def total(items):", "def total(items: list) -> float:").replace("# the cart's", "# The cart's"))
+    p.commit("types")
+    assert FreshnessChecker().check_record(record, repo).state == "changed"  # the fix is still there
