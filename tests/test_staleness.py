@@ -9,12 +9,13 @@ file loses its confidence until the file is back.
 
 from __future__ import annotations
 
+import json
 import shutil
 import urllib.parse
 
 import pytest
 
-from tests.conftest import start_worker, worker_env
+from tests.conftest import ROOT, start_worker, worker_env
 from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.both_backends, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
@@ -186,3 +187,38 @@ def test_without_git_on_the_path_nothing_is_marked(tmp_path):
         assert "done: Fixed the cart total in app/cart.py" in text and "superseded" not in text, text
     finally:
         running.stop()
+
+
+def test_claude_codes_recorded_payloads_keep_the_files_as_each_tool_left_them(worker, tmp_path):
+    """The payloads the real CLI sent (tests/fixtures/transcripts/2.1.197: Write, Edit, Read of notes.txt)
+    replayed in a git project, each file as the tool left it when its event is drained."""
+    from worker.codebase.git import blob_id
+
+    recorded = [json.loads(line) for line in
+                (ROOT / "tests/fixtures/transcripts/2.1.197/hooks-received.ndjson").read_text().splitlines()]  # fmt: skip
+    repo = GitRepo(tmp_path / "my.project_x")
+    repo.write("README.md", "the project\n")
+    repo.commit("start")
+    then = recorded[0]["cwd"]
+    for payload in recorded:
+        payload = json.loads(json.dumps(payload).replace(then, str(repo.root)))
+        if payload["hook_event_name"] not in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"):
+            continue
+        tool, given = payload.get("tool_name"), payload.get("tool_input") or {}
+        if tool == "Write":
+            repo.write("notes.txt", given["content"])
+        elif tool == "Edit":
+            repo.write("notes.txt", payload["tool_response"]["originalFile"].replace(given["old_string"], given["new_string"]))
+        post(worker, payload)
+
+    observations = worker.get(f"/api/v1/observations?project={urllib.parse.quote(str(repo.root.resolve()))}&limit=50")["results"]
+    kept = {o["data"]["tool_name"]: o["data"].get("code") for o in observations if o["data"].get("tool_name") in ("Write", "Edit", "Read")}
+    head = repo.git("rev-parse", "HEAD").strip()
+    assert kept == {
+        "Write": [{"path": "notes.txt", "blob": blob_id(b"first note\n"), "head": head}],
+        "Edit": [{"path": "notes.txt", "blob": blob_id(b"second note\n"), "head": head}],  # 'second note' is too short to find again
+        "Read": [{"path": "notes.txt", "blob": blob_id(b"second note\n"), "head": head}],
+    }
+    text = briefing(worker, repo.root.resolve())
+    assert line_with(text, "[feature] Created").endswith("(notes.txt changed since, not committed)"), text
+    assert "changed since" not in line_with(text, "[change] Edited") + line_with(text, "[discovery] Read"), text
