@@ -14,14 +14,15 @@ from urllib.parse import quote
 import pytest
 
 from tests.gitrepo import GitRepo
-from worker.codebase.commits import Commit, commits_since, head
+from worker.codebase.commits import CommitDetail, commits_since
+from worker.codebase.git import find_repo, head
 from worker.memory.steps_done import does_step
 
 pytestmark = pytest.mark.both_backends
 
 
-def commit(subject: str, *files: str, body: str = "", added: str = "") -> Commit:
-    return Commit(sha="c0ffee" * 6 + "beef", time=2e9, subject=subject, body=body, files=files, added=added)
+def commit(subject: str, *files: str, body: str = "", added: str = "") -> CommitDetail:
+    return CommitDetail(sha="c0ffee" * 6 + "beef", time=2e9, subject=subject, body=body, files=files, added=added)
 
 
 @pytest.mark.parametrize("step, done_by", [
@@ -58,15 +59,15 @@ def test_commits_since_reads_messages_files_and_added_lines_in_one_call(tmp_path
     first = repo.commit("Start", files={"a.py": "x = 1\n"})
     repo.commit("Move a to lib and add y", files={"a.py": None, "lib/a.py": "x = 1\ny = 2\n"})
     repo.git("revert", "--no-edit", "HEAD", at=repo.clock + 30)
-    found = commits_since(str(repo.root), repo.clock - 30)  # after "Start"
+    found = commits_since(find_repo(str(repo.root)), repo.clock - 30)  # after "Start"
     assert [c.subject for c in found][:1] == ["Move a to lib and add y"] and len(found) == 2
     assert set(found[0].files) == {"a.py", "lib/a.py"} and "y = 2" in found[0].added
     assert found[1].reverts == found[0].sha
-    assert head(str(repo.root)) == repo.git("rev-parse", "HEAD") and first != found[0].sha
+    assert head(find_repo(str(repo.root))) == repo.git("rev-parse", "HEAD") and first != found[0].sha
 
 
 def test_outside_a_repository_there_are_no_commits_and_no_head(tmp_path):
-    assert commits_since(str(tmp_path), 0) == [] and head(str(tmp_path)) is None
+    assert find_repo(str(tmp_path)) is None and commits_since(None, 0) == []
 
 
 def _event(repo: str, session: str, name: str, **fields) -> dict:

@@ -1,5 +1,8 @@
 """The commits since a moment: what each says and what its diff did, in one git call.
 
+git.py's `GitHistory` answers which files commits touched (for freshness marks);
+this answers what they said and added (for next steps done by a commit).
+
 Later work closes an open next step (worker/memory/steps_done.py) when a commit
 made after the step was opened says it did it and touched what the step names.
 That needs each commit's subject and body, the files it touched and the lines
@@ -11,12 +14,11 @@ missing or too slow, the answer is no commits, and nothing else changes.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from dataclasses import dataclass
 
-GIT_TIMEOUT = 5.0
+from worker.codebase.git import GIT_TIMEOUT, Repo, run_git
+
 MAX_COMMITS = 200
 MAX_ADDED_CHARS = 20_000  # per commit: enough to find a step's words, not a vendored file
 # A separator no commit message holds, so messages are split exactly.
@@ -25,7 +27,7 @@ _REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 
 
 @dataclass(frozen=True)
-class Commit:
+class CommitDetail:
     sha: str
     time: float  # the committer's time: when it landed here
     subject: str
@@ -44,28 +46,25 @@ class Commit:
         return found.group(1) if found else None
 
 
-def commits_since(root: str, since: float, *, limit: int = MAX_COMMITS, timeout: float = GIT_TIMEOUT) -> list[Commit]:
+def commits_since(repo: Repo | None, since: float, *, limit: int = MAX_COMMITS, timeout: float = GIT_TIMEOUT) -> list[CommitDetail]:
     """The commits reachable from HEAD committed after `since` (epoch seconds), oldest first.
 
     Merges are left out: the commits they bring are listed themselves.
     """
-    command = ["git", "-C", root, "-c", "core.quotepath=off", "log", f"--since=@{int(since)}", f"-n{int(limit)}",
-               "--no-merges", "-M", "-p", "--unified=0", "--no-color", "--no-ext-diff",
-               f"--format={_MARK}%H%x00%ct%x00%s%x00%b%x00"]  # fmt: skip
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError):  # git missing, or slower than the bound
+    if repo is None:
         return []
-    if done.returncode != 0:
-        return []  # not a repository, no commit yet
-    text = done.stdout.decode("utf-8", errors="replace")
-    commits = [c for c in (_parse(chunk) for chunk in text.split(_MARK)[1:]) if c is not None]
+    out = run_git(repo, ["-c", "core.quotepath=off", "log", f"--since=@{int(since)}", f"-n{int(limit)}", "--no-merges",
+                         "-M", "-p", "--unified=0", "--no-color", "--no-ext-diff",
+                         f"--format={_MARK}%H%x00%ct%x00%s%x00%b%x00"], timeout)  # fmt: skip
+    if out is None:
+        return []  # git missing or too slow, not a repository, no commit yet
+    commits = [c for c in (_parse(chunk) for chunk in out.split(_MARK)[1:]) if c is not None]
     commits = [c for c in commits if c.time > since]  # --since is inclusive, to the second
     commits.reverse()
     return commits
 
 
-def _parse(chunk: str) -> Commit | None:
+def _parse(chunk: str) -> CommitDetail | None:
     parts = chunk.split("\x00", 4)
     if len(parts) < 5:
         return None
@@ -85,7 +84,7 @@ def _parse(chunk: str) -> Commit | None:
         when = float(stamp)
     except ValueError:
         return None
-    return Commit(sha=sha.strip(), time=when, subject=subject.strip(), body=body.strip(),
+    return CommitDetail(sha=sha.strip(), time=when, subject=subject.strip(), body=body.strip(),
                   files=tuple(dict.fromkeys(files)), added="\n".join(added)[:MAX_ADDED_CHARS])  # fmt: skip
 
 
@@ -99,61 +98,3 @@ def _diff_paths(line: str) -> list[str]:
     found = re.match(r"a/(.*?) b/(.*)$", rest)
     return list(dict.fromkeys(found.groups())) if found else []
 
-
-def head(root: str) -> str | None:
-    """The commit HEAD names, read from the repository's files (no process), or None.
-
-    Follows a `.git` file (worktrees, submodules) to its git dir and a symbolic ref to its
-    loose or packed ref; a detached HEAD is the commit itself.
-    """
-    git_dir = _git_dir(root)
-    if git_dir is None:
-        return None
-    try:
-        with open(f"{git_dir}/HEAD", encoding="utf-8") as f:
-            value = f.read().strip()
-    except OSError:
-        return None
-    if not value.startswith("ref: "):
-        return value or None
-    ref = value[5:].strip()
-    common = _common_dir(git_dir)
-    for directory in dict.fromkeys((git_dir, common)):
-        try:
-            with open(f"{directory}/{ref}", encoding="utf-8") as f:
-                return f.read().strip() or None
-        except OSError:
-            continue
-    try:
-        with open(f"{common}/packed-refs", encoding="utf-8") as f:
-            for line in f:
-                sha, _, name = line.strip().partition(" ")
-                if name == ref:
-                    return sha
-    except OSError:
-        pass
-    return None  # a branch with no commit yet
-
-
-def _git_dir(root: str) -> str | None:
-
-    dot_git = os.path.join(root, ".git")
-    if os.path.isdir(dot_git):
-        return dot_git
-    try:
-        with open(dot_git, encoding="utf-8") as f:
-            line = f.read().strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir: "):
-        return None
-    target = line[8:].strip()
-    return target if os.path.isabs(target) else os.path.normpath(os.path.join(root, target))
-def _common_dir(git_dir: str) -> str:
-
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
-            common = f.read().strip()
-    except OSError:
-        return git_dir
-    return common if os.path.isabs(common) else os.path.normpath(os.path.join(git_dir, common))

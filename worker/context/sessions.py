@@ -15,6 +15,7 @@ from typing import Any
 
 from worker.context.layers import facts_of_types, when
 from worker.context.model import ContextRequest, Section
+from worker.context.staleness import mark, marks
 from worker.memory.cues import terms
 from worker.memory.text import clip, line_key
 from worker.store.records import Records
@@ -79,7 +80,8 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     if request.memory is not None:  # a forgotten root cause or next step leaves the session's line too
         page = [request.memory.forgotten.scrub_outcome(conn, request.project, r) for r in page]
     done = request.memory.steps_done.done_by_commits(conn, request.project) if request.memory is not None else {}
-    lines = [outcome_line(r, known, done) for r in page]
+    found = marks(request.services, page, request.project, request.session_id)
+    lines = [outcome_line(r, known, done) + mark(found.get(r["id"])) for r in page]
     return Section("summaries", "Last sessions (asked · root cause · changed · tests · done · next)", lines, share=0.3)
 
 
@@ -116,14 +118,16 @@ def activity_section(request: ContextRequest, conn, view) -> Section | None:
         group = groups.get(key)
         if group is None:
             groups[key] = {"text": text, "kind": record.get("type") or "note", "count": 1, "id": record["id"][:8],
-                           "last": record.get("happened_at"), "first": record.get("happened_at")}  # fmt: skip
+                           "last": record.get("happened_at"), "first": record.get("happened_at"), "record": record}  # fmt: skip
         else:
             group["count"] += 1
             group["first"] = record.get("happened_at")
+    shown = list(groups.values())[:ACTIVITY_LINES]
+    found = marks(request.services, [g["record"] for g in shown], request.project, request.session_id)
     lines = []
-    for group in list(groups.values())[:ACTIVITY_LINES]:
+    for group in shown:
         # the id (the latest of a repeat) lets Claude fetch the details (get_observations)
         repeat = (f" ×{group['count']} (id {group['id']}, last {when(group['last'])})" if group["count"] > 1
                   else f" (id {group['id']}, {when(group['last'])})")  # fmt: skip
-        lines.append(f"- [{group['kind']}] {group['text']}{repeat}")
+        lines.append(f"- [{group['kind']}] {group['text']}{repeat}{mark(found.get(group['record']['id']))}")
     return Section("observations", "Recent activity (repeats counted)", lines, share=0.5)

@@ -61,6 +61,7 @@ class MemoryModel:
         llm: Callable[[], Any] | Any = None,
         redact: Callable[[str], str] | None = None,
         active_ttl_seconds: int = 3600,
+        codebase: Any = None,
     ):
         self.db = db
         self.finder = Finder(db, search)
@@ -70,7 +71,7 @@ class MemoryModel:
         self.active = ActiveContext(default_ttl=active_ttl_seconds)
         self.events = EventLog(db, self.finder, redact)
         self.forgotten = Forgotten(db)
-        self.facts = FactStore(db, self.finder, self.approvals, redact, self.forgotten)
+        self.facts = FactStore(db, self.finder, self.approvals, redact, self.forgotten, codebase)
         self.conflicts = ConflictService(db, self.facts)
         self.relations = RelationStore(db)
         self.open_items = OpenItems(db, self.forgotten)
@@ -100,6 +101,7 @@ class MemoryModel:
             search=search,
             llm=llm,
             redact=redact_text,
+            codebase=services.codebase,
         )
 
     # --- L0: agents may only propose ------------------------------------------------

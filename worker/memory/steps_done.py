@@ -30,8 +30,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from memory_anchor.projects import project_for_cwd
-from worker.codebase.commits import Commit, commits_since, head
+from worker.codebase.commits import CommitDetail, commits_since
+from worker.codebase.freshness import repo_for
+from worker.codebase.git import Repo, head
 from worker.memory.cues import terms
 
 COMMIT_PREFIX = "commit:"
@@ -63,7 +64,7 @@ class StepWords:
         return cls(paths, frozenset(words | code_terms), frozenset(code_terms))
 
 
-def touches(commit: Commit, paths: tuple[str, ...]) -> bool:
+def touches(commit: CommitDetail, paths: tuple[str, ...]) -> bool:
     """Did the commit touch a file (or a folder) the step names? A bare file name matches in any folder."""
     for path in paths:
         for changed in commit.files:
@@ -72,7 +73,7 @@ def touches(commit: Commit, paths: tuple[str, ...]) -> bool:
     return False
 
 
-def does_step(step_id: Any, text: str, commit: Commit) -> bool:
+def does_step(step_id: Any, text: str, commit: CommitDetail) -> bool:
     """Does `commit` plainly do the step `text`? (the rules are in the module's docstring)"""
     if re.search(rf"\bstep {re.escape(str(step_id))}\b", commit.message, re.IGNORECASE):
         return True
@@ -102,14 +103,12 @@ def closed_by_commit(item: dict[str, Any]) -> dict[str, str] | None:
     return {"commit": by[len(COMMIT_PREFIX) :], "subject": item.get("closed_because") or ""}
 
 
-def repository_of(conn, project: str) -> str | None:
-    """The working tree of a project: its name when that is a path (one machine), else the git root
-    of the last session's directory in it (a team names projects by their remote)."""
-    if project and project.startswith("/"):
-        return project
+def repository_of(conn, project: str) -> Repo | None:
+    """The repository of a project here: its name when that is a path (one machine), else the one of
+    the last session's directory in it (a team names projects by their remote)."""
     row = conn.execute("SELECT cwd FROM sessions WHERE project = ? AND cwd IS NOT NULL ORDER BY last_seen_at DESC LIMIT 1",
                        (project,)).fetchone()  # fmt: skip
-    return project_for_cwd(row["cwd"]) if row else None
+    return repo_for(project, row["cwd"] if row else None)
 
 
 class StepsDoneByCommits:
@@ -120,23 +119,23 @@ class StepsDoneByCommits:
         self._seen: dict[tuple[str, str], str] = {}  # (project, root) -> the HEAD last checked
         self._lock = threading.Lock()
 
-    def close(self, project: str, *, root: str | None = None, force: bool = False) -> list[dict[str, Any]]:
+    def close(self, project: str, *, repo: Repo | None = None, force: bool = False) -> list[dict[str, Any]]:
         """Close the open steps of `project` that commits did; the steps closed, each with its commit."""
-        root = root or repository_of(self.db.reader(), project)
-        if not root:
+        repo = repo or repository_of(self.db.reader(), project)
+        if repo is None:
             return []
-        now_head = head(root)
+        now_head = head(repo)
         if now_head is None:
             return []  # not a git repository, or no commit yet: nothing can have been done by one
         with self._lock:
-            if not force and self._seen.get((project, root)) == now_head:
+            if not force and self._seen.get((project, repo.root)) == now_head:
                 return []
-            self._seen[(project, root)] = now_head
+            self._seen[(project, repo.root)] = now_head
         items = [dict(r) for r in self.db.reader().execute(
             "SELECT id, text, opened_at FROM open_items WHERE project = ? AND closed_at IS NULL", (project,)).fetchall()]  # fmt: skip
         if not items:
             return []
-        commits = commits_since(root, min(i["opened_at"] for i in items))
+        commits = commits_since(repo, min(i["opened_at"] for i in items))
         reverted = {c.reverts for c in commits if c.reverts}
         commits = [c for c in commits if not any(c.sha.startswith(r) for r in reverted)]
         closed = []
