@@ -131,6 +131,17 @@ class StepsDoneByCommits:
             if not force and self._seen.get((project, repo.root)) == now_head:
                 return []
             self._seen[(project, repo.root)] = now_head
+        closed = self.find(project, repo)
+        if closed:
+            with self.db.transaction() as conn:
+                for item in closed:
+                    conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? "
+                                 "WHERE id = ? AND closed_at IS NULL",
+                                 (item["closed_at"], item["closed_by"], item["closed_because"], item["id"]))  # fmt: skip
+        return closed
+
+    def find(self, project: str, repo: Repo) -> list[dict[str, Any]]:
+        """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed (nothing written)."""
         items = [dict(r) for r in self.db.reader().execute(
             "SELECT id, text, opened_at FROM open_items WHERE project = ? AND closed_at IS NULL", (project,)).fetchall()]  # fmt: skip
         if not items:
@@ -138,19 +149,13 @@ class StepsDoneByCommits:
         commits = commits_since(repo, min(i["opened_at"] for i in items))
         reverted = {c.reverts for c in commits if c.reverts}
         commits = [c for c in commits if not any(c.sha.startswith(r) for r in reverted)]
-        closed = []
+        found = []
         for item in items:
             commit = next((c for c in commits if c.time > item["opened_at"] and does_step(item["id"], item["text"], c)), None)
             if commit is not None:
-                closed.append({**item, "closed_at": commit.time, "closed_by": COMMIT_PREFIX + commit.sha,
-                               "closed_because": commit.subject})  # fmt: skip
-        if closed:
-            with self.db.transaction() as conn:
-                for item in closed:
-                    conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? "
-                                 "WHERE id = ? AND closed_at IS NULL",
-                                 (item["closed_at"], item["closed_by"], item["closed_because"], item["id"]))  # fmt: skip
-        return [{**item, "closed_by_commit": closed_by_commit(item)} for item in closed]
+                closing = {"closed_at": commit.time, "closed_by": COMMIT_PREFIX + commit.sha, "closed_because": commit.subject}
+                found.append({**item, **closing, "closed_by_commit": closed_by_commit(closing)})
+        return found
 
     @staticmethod
     def done_by_commits(conn, project: str, limit: int = 200) -> dict[str, str]:
