@@ -33,6 +33,8 @@ def commit(subject: str, *files: str, body: str = "", added: str = "") -> Commit
     ("Rename the legacy exporter to csv_export",
      commit("Rename legacy exporter to csv_export", "tools/export.py", added="def csv_export(rows):")),
     ("update the changelog for the 2.1 release", commit("Close out the next steps", body="Fixes step 7.")),
+    ("remove the deprecated legacy_export helper from tools/export.py",
+     commit("Drop deprecated legacy_export", "tools/export.py")),  # another verb for the same work
 ])  # fmt: skip
 def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_by):
     assert does_step(7, step, done_by)
@@ -49,6 +51,12 @@ def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_b
     # no file named, and the message says too little of it
     ("write a migration guide for the new billing API", commit("Billing API: new endpoint")),
     ("update the changelog for the 2.1 release", commit("Release 2.1", body="See step 71.")),
+    # half of it: the timeout is there, the retry is not
+    ("add a retry and a timeout to fetch_user in src/api/client.py",
+     commit("Add a timeout to fetch_user", "src/api/client.py", added="def fetch_user(id, timeout=5):")),
+    # the opposite of it
+    ("remove the legacy_export helper from tools/export.py",
+     commit("Add a legacy_export helper", "tools/export.py", added="def legacy_export(rows):")),
 ])  # fmt: skip
 def test_a_commit_that_does_something_else_leaves_the_step_open(step, unrelated):
     assert not does_step(7, step, unrelated)

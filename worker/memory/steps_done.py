@@ -8,13 +8,12 @@ plain evidence (`does_step`):
 
 - it was committed after the step was opened, is on HEAD, and no later commit
   reverted it;
-- when the step names files, the commit touched one of them, and its message
-  (or, for the code names the step uses, the lines it added) says at least half
-  of the step's own words, two at least;
-- when the step names no file, its message alone says 60% of the step's words;
-- every code name the step uses (`fetch_user`, `parseConfig`) appears in the
-  message or the added lines;
+- it says what the step acts on (its objects: `fetch_user`, "retry"), whatever
+  verb it uses ("remove" / "drop"), but never the opposite verb ("add" is not
+  done by "remove");
+- when the step names files, the commit touched one of them;
 - or its message names the step as the briefing does ("step 12").
+The exact rules are `does_step`'s.
 
 The closed step stays in `open_items` with `closed_by` "commit:<sha>" and the
 commit's subject as `closed_because` (`closed_by_commit` on the wire). The
@@ -36,13 +35,30 @@ from worker.codebase.git import Repo, head
 from worker.memory.cues import terms
 
 COMMIT_PREFIX = "commit:"
-WITH_FILES = 0.5  # of the step's words the commit's message says, when it touched a file the step names
-WITHOUT_FILES = 0.6  # when the step names no file: its message alone
 # Words that say a step is open, not what it is.
 _TODO_WORDS = terms("still need needs todo to-do yet remain remains left follow up should must also next step later "
                     "then maybe probably")  # fmt: skip
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}|(?:[\w.-]+/)+[\w.-]+/?)(?![\w/-])")
+# What a step does, in the words people vary most between the step and the commit ("remove" / "drop"): a commit
+# need not repeat them. What it is done to (the objects: names, nouns) it must say.
+_ACTIONS = terms("add create write implement introduce make update change fix document explain remove delete drop "
+                 "rename move refactor clean tidy use replace wire support handle improve ensure set bump upgrade "
+                 "migrate convert extract split finish complete do")  # fmt: skip
+# Nouns too general to tell one piece of work from another ("the CART_TTL variable"): a commit need not say them.
+_GENERIC = terms("variable function method class module file helper code doc docs documentation comment value setting "
+                 "option thing part section line new old proper properly small quick")  # fmt: skip
+# A commit that does the opposite of the step does not do it ("add X" is not done by "remove X").
+_OPPOSITES = [(terms("add create write introduce enable"), terms("remove delete drop disable"))]
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}|(?:[\w.-]+/)+[\w.-]*)(?![\w/-])")
 _CODE_NAME = re.compile(r"`([^`\s]{2,80})`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|\w+\(\))")
+
+
+def _key(word: str) -> str:
+    """A word as matched: "retries"/"retry" and "caching"/"cache" meet (the stemmer keeps them apart)."""
+    return word.rstrip("yie")[:6] if len(word) > 3 else word
+
+
+def _keys(words) -> set[str]:
+    return {_key(w) for w in words}
 
 
 @dataclass(frozen=True)
@@ -50,18 +66,17 @@ class StepWords:
     """What a step asks for, in the forms a commit can show."""
 
     paths: tuple[str, ...]
-    words: frozenset[str]
-    code_names: frozenset[str]
+    actions: frozenset[str]
+    objects: frozenset[str]  # matched by _key
 
     @classmethod
     def of(cls, text: str) -> "StepWords":
         paths = tuple(dict.fromkeys(p.strip("./") for p in _PATH.findall(text) if p.strip("./")))
         path_terms = terms(" ".join(paths)) | terms(" ".join(p.replace("/", " ").replace(".", " ") for p in paths))
         names = {(a or b).rstrip("()").strip("`") for a, b in _CODE_NAME.findall(text)}
-        names = {n for n in names if n not in paths and "/" not in n}
-        code_terms = terms(" ".join(names))
-        words = terms(text) - path_terms - _TODO_WORDS
-        return cls(paths, frozenset(words | code_terms), frozenset(code_terms))
+        names = {n for n in names if n.strip("./") not in paths and "/" not in n}
+        words = (terms(text) - path_terms - _TODO_WORDS) | terms(" ".join(names))
+        return cls(paths, frozenset(words & _ACTIONS), frozenset(_keys(words - _ACTIONS - _GENERIC)))
 
 
 def touches(commit: CommitDetail, paths: tuple[str, ...]) -> bool:
@@ -74,25 +89,36 @@ def touches(commit: CommitDetail, paths: tuple[str, ...]) -> bool:
 
 
 def does_step(step_id: Any, text: str, commit: CommitDetail) -> bool:
-    """Does `commit` plainly do the step `text`? (the rules are in the module's docstring)"""
+    """Does `commit` plainly do the step `text`?
+
+    - its message names the step as the briefing does ("step 12"); or
+    - it does not do the opposite ("remove" for "add"), and
+    - when the step names files: it touched one, its message says one of the step's objects (the
+      names and nouns it acts on, general ones like "variable" aside) and its message or added lines
+      say all of them; a step whose only object is its file needs the step's own action word in the
+      message;
+    - when the step names no file: its message says all the step's objects, two at least, or one
+      with the step's action word.
+    """
     if re.search(rf"\bstep {re.escape(str(step_id))}\b", commit.message, re.IGNORECASE):
         return True
     step = StepWords.of(text)
-    if not step.words:
-        return False
-    said = terms(commit.message)
-    code = terms(commit.added) if step.code_names else set()
-    if step.code_names and not step.code_names <= (said | code):
-        return False
+    said_words = terms(commit.message)
+    said = _keys(said_words)
+    for one, other in _OPPOSITES:
+        for mine, theirs in ((one, other), (other, one)):
+            if step.actions & mine and said_words & theirs and not said_words & mine:
+                return False
+    same_action = bool(step.actions & said_words)
     if step.paths:
         if not touches(commit, step.paths):
             return False
-        shared = len(step.words & (said | (code & step.code_names)))
-        wanted = WITH_FILES
-    else:
-        shared = len(step.words & said)
-        wanted = WITHOUT_FILES
-    return shared >= min(2, len(step.words)) and shared / len(step.words) >= wanted
+        if not step.objects:
+            return same_action
+        return bool(step.objects & said) and step.objects <= (said | _keys(terms(commit.added)))
+    if not step.objects or not step.objects <= said:
+        return False
+    return len(step.objects) >= 2 or same_action
 
 
 def closed_by_commit(item: dict[str, Any]) -> dict[str, str] | None:
