@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.gitrepo import GitRepo
+from memory_anchor.bench.gitrepo import GitRepo
 from worker.codebase.commits import CommitDetail, commits_since
 from worker.codebase.git import find_repo, head
 from worker.memory.steps_done import does_step

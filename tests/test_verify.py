@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import ROOT
-from tests.gitrepo import GitRepo
+from memory_anchor.bench.gitrepo import GitRepo
 
 pytestmark = pytest.mark.both_backends
 

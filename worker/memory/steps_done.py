@@ -53,8 +53,9 @@ _CODE_NAME = re.compile(r"`([^`\s]{2,80})`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|\w
 
 
 def _key(word: str) -> str:
-    """A word as matched: "retries"/"retry" and "caching"/"cache" meet (the stemmer keeps them apart)."""
-    return word.rstrip("yie")[:6] if len(word) > 3 else word
+    """A word as matched: "retries"/"retry" and "caching"/"cache" meet (the stemmer keeps them apart);
+    a code name (`fetch_user_2`) only as itself."""
+    return word.rstrip("yie")[:6] if len(word) > 3 and word.isalpha() else word
 
 
 def _keys(words) -> set[str]:
@@ -74,7 +75,7 @@ class StepWords:
         paths = tuple(dict.fromkeys(p.strip("./") for p in _PATH.findall(text) if p.strip("./")))
         path_terms = terms(" ".join(paths)) | terms(" ".join(p.replace("/", " ").replace(".", " ") for p in paths))
         names = {(a or b).rstrip("()").strip("`") for a, b in _CODE_NAME.findall(text)}
-        names = {n for n in names if n.strip("./") not in paths and "/" not in n}
+        names = {n for n in names if "/" not in n and not any(n in p for p in paths)}
         words = (terms(text) - path_terms - _TODO_WORDS) | terms(" ".join(names))
         return cls(paths, frozenset(words & _ACTIONS), frozenset(_keys(words - _ACTIONS - _GENERIC)))
 

@@ -1,4 +1,5 @@
-"""Real git repositories in temporary directories, with commits at chosen times.
+"""Real git repositories in temporary directories, with commits at chosen times: the scripted
+histories of `bench staleness` and the tests of worker/codebase and next steps done by commits.
 
 A commit's time is set (GIT_AUTHOR_DATE / GIT_COMMITTER_DATE) so a test says
 "committed after the session" without waiting for the clock: git keeps whole
@@ -28,7 +29,7 @@ class GitRepo:
             env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"@{int(at)} +0000"
         done = subprocess.run(["git", "-C", str(self.root), *args], env=env, capture_output=True, text=True, timeout=30)
         if done.returncode != 0:
-            raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
+            raise RuntimeError(f"git {' '.join(args)}: {done.stderr}")
         return done.stdout.strip()
 
     def write(self, path: str, text: str) -> Path:
