@@ -30,8 +30,13 @@ FORK_FLAG = "--fork-session"
 RESUME_FLAGS = ("--resume", "-r")
 
 
-def fork_of(payload: dict, environ: dict) -> tuple[str, str] | None:
-    """(the fork's session id, its parent's) when this SessionStart opens a fork, else None."""
+def fork_of(payload: dict, environ: dict, read_command_line=None) -> tuple[str, str] | None:
+    """(the fork's session id, its parent's) when this SessionStart opens a fork, else None.
+
+    `read_command_line(environ)` gives the `claude` process's arguments (default:
+    `claude_command_line`, which reads the live process; tests give recorded ones).
+    """
+    claude_argv = read_command_line or claude_command_line
     if payload.get("hook_event_name", "SessionStart") != "SessionStart":
         return None
     session_id, source = payload.get("session_id"), payload.get("source")
@@ -39,11 +44,11 @@ def fork_of(payload: dict, environ: dict) -> tuple[str, str] | None:
         return None
     if source == "resume":  # 2.1.197: the parent's payload, the fork's environment
         own = env_file_session(environ.get(ENV_FILE, ""))
-        if own and own != session_id and FORK_FLAG in claude_command_line(environ):
+        if own and own != session_id and FORK_FLAG in claude_argv(environ):
             return own, session_id
         return None
     if source == "fork":  # 2.1.214+: the fork's payload, the parent on the command line
-        parent = resumed_session(claude_command_line(environ))
+        parent = resumed_session(claude_argv(environ))
         return (session_id, parent) if parent and parent != session_id else None
     return None
 
