@@ -11,6 +11,7 @@ Their READMEs say how to record them again.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,18 +89,19 @@ def test_a_background_agents_notification_is_neither_the_users_ask_nor_recalled(
     """2.1.332 hands the finished background agent's report to UserPromptSubmit, without `source`."""
     events = session_events("2.1.332")
     [notification] = [e for e in events if e.get("prompt", "").startswith("<task-notification>")]
+    # Memory that matches it well: the same report, as an earlier notification's words would be kept.
     naming = json.loads((worker.data_dir / "worker.json").read_text())["project_names"]
-    worker.post("/api/v1/memories", {"content": "The folder holds notes.txt; notes are kept one per line",
-                                     "infer": False, "project": project_for_cwd(notification["cwd"], naming)})  # fmt: skip
+    report = re.sub(r"<[^>]+>", " ", notification["prompt"])
+    worker.post("/api/v1/memories", {"content": report, "infer": False,
+                                     "project": project_for_cwd(notification["cwd"], naming)})  # fmt: skip
     worker.wait_idle()
     env = hook_env(worker.data_dir)
 
     # The hook answers a machine turn with nothing; the same words typed by a person get recall.
     silent = run_hook("UserPromptSubmit", notification, env)
     assert silent.returncode == 0 and silent.stdout == b""
-    typed = dict(notification, prompt="Subagent report: the folder holds notes.txt.", session_id="typed-1")
-    heard = run_hook("UserPromptSubmit", typed, env)
-    assert "notes are kept one per line" in json.loads(heard.stdout)["hookSpecificOutput"]["additionalContext"]
+    heard = run_hook("UserPromptSubmit", dict(notification, prompt=report.strip(), session_id="typed-1"), env)
+    assert SUBAGENT_332 in json.loads(heard.stdout)["hookSpecificOutput"]["additionalContext"]
 
     post_all(worker, [e for e in events if e["hook_event_name"] != "SubagentStop"])
     worker.wait_idle()
