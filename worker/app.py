@@ -22,7 +22,7 @@ from memory_anchor.version import __version__
 from memory_anchor.settings import SettingsError, load_settings
 from worker import lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
-from worker.api import corrections, live, mem0_platform, memory_model
+from worker.api import corrections, live, mem0_platform, memory_model, verify
 from worker.api.hosts import allowed_hosts, host_middleware
 from worker.api.mcp_endpoint import McpEndpoint
 from worker.api.middleware import auth_middleware, error_middleware
@@ -50,6 +50,7 @@ ROUTE_TABLES = [
     corrections.routes,
     mem0_platform.routes,
     live.routes,
+    verify.routes,
 ]
 
 

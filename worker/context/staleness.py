@@ -22,7 +22,7 @@ __all__ = ["fact_flag", "mark", "marks", "reconcile_facts"]
 def marks(services, records: Iterable[dict[str, Any]], project: str | None, session_id: str | None = None) -> dict[str, Freshness]:
     """{record id: Freshness} for the records that keep code refs; {} outside a worker or outside git."""
     codebase = getattr(services, "codebase", None) if services is not None else None
-    if codebase is None:
+    if codebase is None or not services.settings.code_checks:
         return {}
     records = [r for r in records if (r.get("data") or {}).get("code")]
     if not records:

@@ -90,10 +90,15 @@ class Sessions:
         )
 
     def prepare_summary(self, event: InboxEvent):
-        """A summary draft of the session so far, or None when nothing new happened.
+        """A summary draft of the session so far, or None when nothing new happened (or the
+        session only paused for its background work).
 
         Runs outside any transaction: it may call Claude.
         """
+        if event.event == "Stop" and event.payload.get("background_tasks"):
+            # Paused, not done: a background subagent still works and wakes the session (2.1.198+).
+            # Its outcome waits for the Stop (or SessionEnd) after that work.
+            return None
         conn = self.services.db.reader()
         session_id = event.session_id or "unknown"
         row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
