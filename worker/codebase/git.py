@@ -69,12 +69,15 @@ def find_repo(path: str | None) -> Repo | None:
     return _repo_at_or_above(candidate)
 
 
-_repos: dict[str, Repo | None] = {}
+_repos: dict[str, Repo] = {}
 
 
 def _repo_at_or_above(directory: str) -> Repo | None:
-    if directory in _repos:
-        return _repos[directory]
+    """Kept once found (while its `.git` is there); a directory outside any repository is walked
+    again each time (a few stats), so a `git init` later is seen without a restart."""
+    known = _repos.get(directory)
+    if known is not None and os.path.exists(os.path.join(known.root, ".git")):
+        return known
     found = None
     candidate = directory
     try:
@@ -89,9 +92,10 @@ def _repo_at_or_above(directory: str) -> Repo | None:
             candidate = parent
     except (OSError, ValueError):
         found = None
-    if len(_repos) > 4096:
-        _repos.clear()
-    _repos[directory] = found
+    if found is not None:
+        if len(_repos) > 4096:
+            _repos.clear()
+        _repos[directory] = found
     return found
 
 
