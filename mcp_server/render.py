@@ -40,9 +40,17 @@ def code_mark(rec: RecordOut) -> str:
     return f" | STALE ({rec.freshness.state}): {rec.freshness.detail}"
 
 
+def by(rec: RecordOut) -> str:
+    """" | by subagent <type>" for a subagent's tool use (the model should know whose work it was)."""
+    subagent = rec.data.get("subagent")
+    if not isinstance(subagent, dict):
+        return ""
+    return f" | by subagent {subagent.get('type') or subagent.get('id')}"
+
+
 def index_line(rec: RecordOut) -> str:
     score = f" | score {rec.score:.2f}" if rec.score is not None else ""
-    return f"- {rec.id} | {when(rec)} | {label(rec)} | {title(rec)}{score}{code_mark(rec)}"
+    return f"- {rec.id} | {when(rec)} | {label(rec)}{by(rec)} | {title(rec)}{score}{code_mark(rec)}"
 
 
 def text_line(rec: RecordOut) -> str:

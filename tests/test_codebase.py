@@ -13,35 +13,12 @@ import subprocess
 import pytest
 
 from memory_anchor.schemas.codebase import CodeRef
+from tests.gitrepo import GitRepo
 from worker.codebase import git
 from worker.codebase.freshness import FreshnessChecker, mark, repo_for
 from worker.codebase.refs import CodeRecorder, paths_in_text, stored_refs, to_data
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-class Project:
-    """A git repository in a tmp dir, driven with real git commands."""
-
-    def __init__(self, root):
-        self.root = root
-        self.git("init", "-q", "-b", "main")
-        self.git("config", "user.email", "dev@example.com")
-        self.git("config", "user.name", "Dev")
-        self.git("config", "commit.gpgsign", "false")
-
-    def git(self, *args: str) -> str:
-        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True, text=True).stdout
-
-    def write(self, path: str, text: str) -> None:
-        full = self.root / path
-        full.parent.mkdir(parents=True, exist_ok=True)
-        full.write_text(text, encoding="utf-8")
-
-    def commit(self, message: str) -> str:
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
-        return self.git("rev-parse", "HEAD").strip()
 
 
 @pytest.fixture(autouse=True)
@@ -51,10 +28,8 @@ def fresh_repo_cache():
     git._repos.clear()
 
 
-def make_project(tmp_path) -> Project:
-    root = tmp_path / "shop"
-    root.mkdir()
-    return Project(root)
+def make_project(tmp_path) -> GitRepo:
+    return GitRepo(tmp_path / "shop")
 
 
 CART = "def total(items):\n    return sum(i.price for i in items)\n"
@@ -248,3 +223,46 @@ def test_an_unknown_base_commit_is_changed_without_a_count(tmp_path):
     found = FreshnessChecker().check([ref], repo)
     assert (found.state, found.commits, found.detail) == ("changed", None, "a.py changed since")
     assert os.path.exists(p.root / "a.py")
+
+
+def test_a_commit_between_sessions_is_asked_of_git_before_the_next_briefing(tmp_path):
+    """`Codebase.warm` (the worker runs it every few seconds) asks the history a check will need once
+    HEAD moved, so the SessionStart after a commit starts no git process."""
+    from worker.codebase.service import Codebase
+
+    p = make_project(tmp_path)
+    p.write("app/cart.py", CART)
+    p.commit("cart")
+    codebase = Codebase()
+    record = {"id": "r", "kind": "observation", "data": codebase.record_data(observation(files_read=["app/cart.py"]),
+                                                                            project=str(p.root), cwd=str(p.root))}  # fmt: skip
+    assert codebase.warm() == 1 and codebase.history.calls == 0  # HEAD is where the record was made: nothing to ask
+    p.write("app/cart.py", FIXED)
+    p.commit("fix")
+    assert codebase.warm() == 1 and codebase.history.calls == 1
+    assert codebase.warm() == 0  # HEAD has not moved since
+    assert codebase.check([record], project=str(p.root))["r"].detail == "app/cart.py changed since, 1 commit"
+    assert codebase.history.calls == 1
+
+
+def test_an_edit_keeps_the_lines_it_changed_not_the_lines_around_them(tmp_path):
+    """Claude's Edit repeats unchanged lines to anchor itself; a later change of those is not a change of the fix."""
+    from worker.codebase.refs import edit_texts
+
+    old = "def total(items):\n    return sum(item.price for item in items)\n# the cart's total\n"
+    new = "def total(items):\n    return sum(item.price * item.quantity for item in items)\n# the cart's total\n"
+    assert edit_texts("Edit", {"old_string": old, "new_string": new}) == ["return sum(item.price * item.quantity for item in items)"]
+    assert edit_texts("Edit", {"old_string": "x = 1\n", "new_string": ""}) == []  # a deletion put nothing in
+    assert edit_texts("Write", {"content": "a whole new file, long enough"}) == []
+    assert edit_texts("MultiEdit", {"edits": [{"old_string": "a", "new_string": "timeout = 30  # seconds"}]}) == ["timeout = 30 # seconds"]
+
+    p = make_project(tmp_path)
+    p.write("app/cart.py", new)
+    p.commit("fixed")
+    repo = repo_for(str(p.root))
+    payload = {"tool_name": "Edit", "tool_input": {"file_path": str(p.root / "app/cart.py"), "old_string": old, "new_string": new}}
+    record = {"id": "e", "kind": "observation"}
+    record["data"] = to_data(*CodeRecorder().refs_for(observation(["app/cart.py"]), repo, payload=payload))
+    p.write("app/cart.py", new.replace("def total(items):", "def total(items: list) -> float:").replace("# the cart's", "# The cart's"))
+    p.commit("types")
+    assert FreshnessChecker().check_record(record, repo).state == "changed"  # the fix is still there

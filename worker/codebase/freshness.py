@@ -65,7 +65,7 @@ class FreshnessChecker:
     def check(self, refs: Iterable[CodeRef], repo: Repo | None, *, head_sha: str | None = None) -> Freshness:
         """The state of the worst of `refs` now."""
         refs = list(refs)
-        if repo is None or not refs or not git_available():
+        if repo is None or not refs or head_sha is None and not git_available():
             return UNKNOWN
         head_sha = head_sha or head(repo)
         worst = UNKNOWN

@@ -20,6 +20,8 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 
+from memory_anchor.projects import git_dirs
+
 log = logging.getLogger(__name__)
 
 GIT_TIMEOUT = 5.0
@@ -76,14 +78,9 @@ def _repo_at_or_above(directory: str) -> Repo | None:
     candidate = directory
     try:
         while True:
-            dot_git = os.path.join(candidate, ".git")
-            if os.path.isdir(dot_git):
-                found = Repo(candidate, dot_git, _common_dir(dot_git))
-                break
-            if os.path.isfile(dot_git):
-                git_dir = _gitdir_from_file(candidate, dot_git)
-                if git_dir:
-                    found = Repo(candidate, git_dir, _common_dir(git_dir))
+            if os.path.exists(os.path.join(candidate, ".git")):
+                dirs = git_dirs(candidate)
+                found = Repo(candidate, *dirs) if dirs else None
                 break
             parent = os.path.dirname(candidate)
             if parent == candidate:
@@ -95,25 +92,6 @@ def _repo_at_or_above(directory: str) -> Repo | None:
         _repos.clear()
     _repos[directory] = found
     return found
-
-
-def _gitdir_from_file(root: str, dot_git: str) -> str | None:
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline().strip()
-    except OSError:
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    return os.path.normpath(os.path.join(root, first[len("gitdir:"):].strip()))
-
-
-def _common_dir(git_dir: str) -> str:
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="replace") as handle:
-            return os.path.normpath(os.path.join(git_dir, handle.read().strip()))
-    except OSError:
-        return git_dir
 
 
 def head(repo: Repo | None) -> str | None:
@@ -228,13 +206,24 @@ def squeeze(text: str) -> str:
 # --- what only git answers ---------------------------------------------------------------------
 
 
+_git_by_path: dict[str, str | None] = {}
+
+
+def git_executable() -> str | None:
+    """The `git` on PATH, looked up once per PATH (a lookup stats every PATH entry)."""
+    search = os.environ.get("PATH", "")
+    if search not in _git_by_path:
+        _git_by_path[search] = shutil.which("git")
+    return _git_by_path[search]
+
+
 def git_available() -> bool:
-    return shutil.which("git") is not None
+    return git_executable() is not None
 
 
 def run_git(repo: Repo, args: list[str], timeout: float = GIT_TIMEOUT) -> str | None:
     """git's output, or None when git is missing, fails or takes longer than `timeout`."""
-    executable = shutil.which("git")
+    executable = git_executable()
     if executable is None:
         return None
     try:

@@ -2,8 +2,8 @@
 
 Which files a record names:
 - an observation: the files its tool use read or changed (`data.files_read`,
-  `data.files_modified`) and the path in the tool's input; an Edit, MultiEdit or
-  Write also says what it put in (the tool's input holds the new text);
+  `data.files_modified`) and the path in the tool's input; an Edit or MultiEdit also
+  says what it put in (the tool's input holds the new text);
 - a session summary: the files the session changed (`data.files_changed`), each with
   what the session's edits put in that is still in the file at its end;
 - a fact (or anything else with text): the paths its text names that exist in the
@@ -27,7 +27,6 @@ MAX_REFS = 12
 # An edit that put in less than this (once squeezed) could be found anywhere: not kept.
 MIN_INSERTED_CHARS = 12
 
-EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 # A path in prose: at least one '/' or a file extension, made of path characters.
 _PATH_IN_TEXT = re.compile(r"(?<![\w./-])(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z0-9]{1,8}(?![\w/-])|"
@@ -84,24 +83,38 @@ def named_paths(record: dict[str, Any], payload: dict[str, Any] | None = None) -
 
 
 def edit_texts(tool_name: Any, tool_input: dict[str, Any]) -> list[str]:
-    """What an Edit, MultiEdit or Write put in, squeezed and bounded, long enough to be found again."""
-    if tool_name not in EDIT_TOOLS:
-        return []
-    if tool_name == "Write":
-        texts = [tool_input.get("content")]
-    elif tool_name == "MultiEdit":
-        texts = [e.get("new_string") for e in tool_input.get("edits") or [] if isinstance(e, dict)]
+    """What an Edit, MultiEdit or NotebookEdit put in: the lines it changed, without the unchanged
+    lines around them that the edit repeats to anchor itself (a later change of those is not a
+    change of the fix), squeezed and bounded, when long enough to be found again. A Write keeps
+    none: a whole file is not "an edit" that a later change could undo."""
+    if tool_name == "MultiEdit":
+        pairs = [(e.get("old_string"), e.get("new_string")) for e in tool_input.get("edits") or [] if isinstance(e, dict)]
     elif tool_name == "NotebookEdit":
-        texts = [tool_input.get("new_source")]
+        pairs = [("", tool_input.get("new_source"))]
+    elif tool_name == "Edit":
+        pairs = [(tool_input.get("old_string"), tool_input.get("new_string"))]
     else:
-        texts = [tool_input.get("new_string")]
+        return []
     out = []
-    for text in texts:
-        if isinstance(text, str):
-            bounded = bound_inserted(text)
+    for old, new in pairs:
+        if isinstance(new, str):
+            bounded = bound_inserted(changed_lines(old if isinstance(old, str) else "", new))
             if bounded:
                 out.append(bounded)
     return out
+
+
+def changed_lines(old: str, new: str) -> str:
+    """The lines of `new` between the lines it shares with `old` at its start and at its end."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    start = 0
+    while start < min(len(old_lines), len(new_lines)) and old_lines[start] == new_lines[start]:
+        start += 1
+    end = 0
+    while (end < min(len(old_lines), len(new_lines)) - start
+           and old_lines[len(old_lines) - 1 - end] == new_lines[len(new_lines) - 1 - end]):  # fmt: skip
+        end += 1
+    return "\n".join(new_lines[start:len(new_lines) - end])
 
 
 def bound_inserted(text: str) -> str | None:
@@ -187,8 +200,9 @@ class CodeRecorder:
         return repo.relative(path)
 
 
-def to_data(refs: list[CodeRef], head_sha: str | None) -> dict[str, Any]:
-    """The fields a record keeps them in: {"code": [...], "code_head": sha}; {} when there is nothing."""
+def to_data(refs: list[CodeRef], head_sha: str | None, *, keep_head: bool = False) -> dict[str, Any]:
+    """The fields a record keeps them in: {"code": [...], "code_head": sha}; {} when there is nothing.
+    `keep_head`: the HEAD even without refs (a session's summary: what the project was at its end)."""
     if not refs:
-        return {}
+        return {"code_head": head_sha} if keep_head and head_sha else {}
     return {"code": [r.model_dump(exclude_none=True) for r in refs], "code_head": head_sha}

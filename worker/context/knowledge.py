@@ -28,7 +28,7 @@ def rules_section(request: ContextRequest, conn, view) -> Section | None:
     facts.sort(key=lambda f: (f["needs_verification"], -f["seq"]))  # the newest statement first
     facts = facts[:40]
     found = marks(request.services, facts, request.project, request.session_id)
-    reconcile_facts(request, facts, found)
+    facts = reconcile_facts(request, facts, found)
     lines = []
     for fact in facts:
         state = found.get(fact["id"])

@@ -85,7 +85,7 @@ def facts_section(request: ContextRequest, conn, view) -> Section | None:
     if not facts:
         return None
     found = marks(request.services, facts, request.project, request.session_id)
-    reconcile_facts(request, facts, found)
+    facts = reconcile_facts(request, facts, found)
     return Section("facts", "Verified facts", [fact_line(f, found=found.get(f["id"])) for f in facts],
                    share=share(request, "context_budget_facts"))  # fmt: skip
 

@@ -48,8 +48,11 @@ def fact_flag(fact: dict[str, Any], found: Freshness | None) -> str:
     return " [needs verification]" if fact.get("needs_verification") or gone else ""
 
 
-def reconcile_facts(request, facts: list[dict[str, Any]], found: dict[str, Freshness]) -> None:
-    """Hand the facts' freshness to the fact store (demote the gone, restore the confirmed)."""
+def reconcile_facts(request, facts: list[dict[str, Any]], found: dict[str, Freshness]) -> list[dict[str, Any]]:
+    """Hand the facts' freshness to the fact store (demote the gone, restore the confirmed) and
+    return the facts as they now are, so the briefing shows what the store holds."""
     model = request.memory
-    if model is not None and found:
-        model.facts.reconcile_with_code(facts, found, branch=request.branch)
+    if model is None or not found:
+        return facts
+    changed = model.facts.reconcile_with_code(facts, found, branch=request.branch)["facts"]
+    return [{**fact, **changed[fact["id"]]} if fact["id"] in changed else fact for fact in facts]

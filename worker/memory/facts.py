@@ -176,13 +176,16 @@ class FactStore:
 
     # --- the code a fact names (issue 27) --------------------------------------------------------
 
-    def reconcile_with_code(self, facts: list[dict[str, Any]], freshness: dict[str, Any], *, branch: str = MAIN) -> dict[str, int]:
+    def reconcile_with_code(self, facts: list[dict[str, Any]], freshness: dict[str, Any], *,
+                            branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
         """Facts whose files are gone (deleted, or moved from the path they state) lose confidence
         below FACT_REVERIFY, so they show `needs_verification` and wait to be verified, corrected or
         invalidated like any decayed fact; a demoted fact whose file the current code has again (the
         same blob back, or its stated path present) regains the confidence it had, re-verified now.
 
-        `freshness`: {fact id: Freshness} from worker/codebase. Writes only when a fact's state flips."""
+        `freshness`: {fact id: Freshness} from worker/codebase. Writes only when a fact's state flips.
+        Returns {"demoted": n, "restored": n, "facts": {fact id: its new version, decorated}}."""
+        changed: dict[str, dict[str, Any]] = {}
         demoted = restored = 0
         for fact in facts:
             found = freshness.get(fact["id"])
@@ -190,34 +193,39 @@ class FactStore:
                 continue
             gone = found.state in CODE_GONE
             stale = (fact.get("data") or {}).get("code_stale")
+            record = None
             if gone and not stale:
-                demoted += self._demote_for_code(fact["id"], found, branch)
+                record = self._demote_for_code(fact["id"], found, branch)
+                demoted += record is not None
             elif not gone and stale:
-                restored += self._restore_for_code(fact["id"], branch)
-        return {"demoted": demoted, "restored": restored}
+                record = self._restore_for_code(fact["id"], branch)
+                restored += record is not None
+            if record is not None:
+                changed[fact["id"]] = decorate(record)
+        return {"demoted": demoted, "restored": restored, "facts": changed}
 
-    def _demote_for_code(self, fact_id: str, found, branch: str) -> int:
+    def _demote_for_code(self, fact_id: str, found, branch: str) -> dict[str, Any] | None:
         with self.db.transaction() as conn:
             current = self._current(conn, fact_id, branch)
             data = current.get("data") or {}
             if current["status"] != "active" or data.get("code_stale"):
-                return 0
+                return None
             before = float(current["confidence"] if current["confidence"] is not None else 1.0)
             stale = {"state": found.state, "detail": found.detail, "confidence_before": before, "at": now()}
-            Records.update(conn, fact_id, branch=branch, actor="system:code-check", reason=f"DECAY ({found.detail})",
-                           confidence=min(before, CODE_GONE_CONFIDENCE), data={**data, "code_stale": stale})  # fmt: skip
-            return 1
+            return Records.update(conn, fact_id, branch=branch, actor="system:code-check", reason=f"DECAY ({found.detail})",
+                                  confidence=min(before, CODE_GONE_CONFIDENCE), data={**data, "code_stale": stale})  # fmt: skip
 
-    def _restore_for_code(self, fact_id: str, branch: str) -> int:
+    def _restore_for_code(self, fact_id: str, branch: str) -> dict[str, Any] | None:
         with self.db.transaction() as conn:
             current = self._current(conn, fact_id, branch)
             data = dict(current.get("data") or {})
             stale = data.pop("code_stale", None)
             if current["status"] != "active" or not stale:
-                return 0
-            Records.update(conn, fact_id, branch=branch, actor="system:code-check", reason="VERIFY (the code confirms it again)",
-                           confidence=stale.get("confidence_before", current["confidence"]), data={**data, "verified_at": now()})  # fmt: skip
-            return 1
+                return None
+            return Records.update(conn, fact_id, branch=branch, actor="system:code-check",
+                                  reason="VERIFY (the code confirms it again)",
+                                  confidence=stale.get("confidence_before", current["confidence"]),
+                                  data={**data, "verified_at": now()})  # fmt: skip
 
     def log_rejection(self, conn, text: str, confidence: float, *, project: str, agent_id: str | None, source: str | None, reason: str) -> None:
         conn.execute(
