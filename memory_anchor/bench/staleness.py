@@ -328,7 +328,7 @@ def load_project(run, work: Path, memories: int) -> Project:
                                                              "content": (repo.root / path).read_text()}}})  # fmt: skip
         count += 1
     _poster(run, project, sid)("Stop", stop_hook_active=False, last_assistant_message="Fixed the totals.")
-    drained(run)  # the briefing reads records, not vectors: their embedding may go on
+    drained(run, timeout=1800)  # the briefing reads records, not vectors: their embedding may go on
     for i, name in enumerate(names[::10]):
         repo.commit(f"Change {name}", files={name: None if i % 4 == 0 else source("changed", i)})
     return project
