@@ -127,3 +127,20 @@ def test_a_forks_recall_reads_its_branch_from_its_first_prompt(worker):
 
     assert "tag each release with its date" in recall("F1")
     assert "tag each release with its date" not in recall("S9")  # a session nobody announced reads main
+
+
+def test_the_hook_finds_claudes_arguments_among_its_ancestors(tmp_path):
+    """2.1.197 sets no CLAUDE_PID: the hook runs under a shell, and the first ancestor whose
+    arguments hold --fork-session is taken for `claude` (here a shell started with that flag)."""
+    import subprocess
+    import sys
+
+    code = "import json, os; from memory_anchor.hookkit.forks import claude_command_line; print(json.dumps(claude_command_line({})))"
+    script = f"{sys.executable} -c '{code}'"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    forked = subprocess.run(["sh", "-c", f"{script}; true", "claude", "--resume", "S1", "--fork-session"], env=env,
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert json.loads(forked.stdout)[-3:] == ["--resume", "S1", "--fork-session"], forked.stderr
+    plain = subprocess.run(["sh", "-c", f"{script}; true", "claude", "--resume", "S1"], env=env,
+                           capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert json.loads(plain.stdout) == []
