@@ -272,11 +272,16 @@ def session_start(hook: Hook) -> None:
 
 
 def user_prompt_submit(hook: Hook) -> None:
-    """Add the few memories relevant to this prompt; silent when none match."""
+    """Add the few memories relevant to this prompt; silent when none match, or when no
+    person asked it (a background agent's notification, a wake-up: origin.py)."""
+    from memory_anchor.hookkit import origin
+
     if not hook.worker_reachable:
         return
     prompt = hook.payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
+        return
+    if not origin.typed_by_person(hook.payload.get("source"), prompt):
         return
     body = jsonlite.dumps(
         {

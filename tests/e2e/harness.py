@@ -22,6 +22,7 @@ from typing import Any
 
 from tests.fakes.anthropic_server import (
     last_user_prompt,
+    request_text,
     text_reply,
     tool_use_reply,
     trailing_tool_results,
@@ -104,8 +105,11 @@ class ScriptedModel:
             return text_reply("The marker command ran.")
         if SEARCH_MEMORY in prompt:
             last = last_tool_use(request) if after else None
-            if last in (None, "Bash"):
-                if MCP_PREFIX + "search" not in tools:
+            if last in (None, "Bash", "ToolSearch"):
+                if MCP_PREFIX + "search" not in tools and last != "ToolSearch":
+                    if MCP_PREFIX + "search" in offered_tools(request):
+                        # Deferred (2.1.332): the model loads an MCP tool's schema before calling it.
+                        return tool_use_reply("ToolSearch", {"query": f"select:{MCP_PREFIX}search,{MCP_PREFIX}get_observations"})
                     # Claude Code `-p` may send the first request before MCP servers have connected
                     # (a worker that is still starting); a model can only wait for the tool.
                     return tool_use_reply("Bash", {"command": "sleep 1", "description": "Wait for tools"})
@@ -115,6 +119,14 @@ class ScriptedModel:
                 return tool_use_reply(MCP_PREFIX + "get_observations", {"ids": ids[:1] or ["none"]})
             return text_reply("Found it in memory.")
         return text_reply("OK.")
+
+
+def offered_tools(request: dict[str, Any]) -> set[str]:
+    """The tools a request offers the model: those it lists, and (2.1.332) the MCP tools it names as
+    deferred, which the model loads with ToolSearch before calling them."""
+    listed = {t.get("name") for t in request.get("tools") or []}
+    deferred = set(re.findall(r"mcp__[\w-]+", request_text(request))) if "ToolSearch" in listed else set()
+    return listed | deferred
 
 
 def last_tool_use(request: dict[str, Any]) -> str | None:

@@ -34,6 +34,7 @@ from tests.e2e.harness import (
     last_tool_result,
     last_tool_use,
     mac_like_path,
+    offered_tools,
     wait_for,
 )
 from tests.fakes.anthropic_server import FakeAnthropicServer
@@ -147,7 +148,7 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
     with_search = [r for r in requests if last_tool_use(r) == MCP_PREFIX + "search"]
     with_details = [r for r in requests if last_tool_use(r) == MCP_PREFIX + "get_observations"]
     assert with_search and with_details, "the scripted search round trip did not happen"
-    names = {tool["name"] for tool in with_search[0]["tools"]}
+    names = offered_tools(with_search[0])
     for tool in ("search", "timeline", "get_observations", "memory_write_fact", "memory_write_observation",
                  "memory_search", "memory_timeline"):  # fmt: skip
         assert MCP_PREFIX + tool in names
