@@ -134,7 +134,7 @@ class Hook:
             from memory_anchor.hookkit import launcher
 
             # A new session retries a failed build at once: the user may just have fixed its cause.
-            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume")
+            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume", "fork")
             done = launcher.ensure_worker(plugin_root(), self.data_dir, retry_now=new_session)
             self.bootstrap_started = done == launcher.BOOTSTRAP_STARTED
             log(self.data_dir, self.event, done)
