@@ -162,9 +162,11 @@ def test_the_default_is_this_projects_claude_code_folder(worker, tmp_path):
     assert "-work-my-app-x" in missing.stderr  # where Claude Code would keep it
     folder = tmp_path / "home" / ".claude" / "projects" / str(project).replace("/", "-").replace(".", "-").replace("_", "-")
     shutil.copytree(history(tmp_path, "2.1.197"), folder)
+    (folder / "probes.jsonl").write_text('{"session_id": "s1", "title": "not a session"}\n')  # another tool's file
     found = run()
     assert found.returncode == 0, found.stderr
     assert "imported 1 sessions" in found.stdout
+    assert "skipped 1 files that are not Claude Code transcripts: probes.jsonl: not a Claude Code transcript" in found.stdout
 
 
 def _epoch(value) -> float:

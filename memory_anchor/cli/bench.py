@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context|staleness`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ BENCHES = {
     "team": "three workers on one PostgreSQL: write throughput, visibility lag, filtered search, nothing lost while down; SQLite beside it",
     "search": "keyword and hybrid search in process at N memories, with and without filters: SQLite beside PostgreSQL",
     "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
+    "staleness": "memories about code after scripted git histories: stale marked, fresh wrongly marked, next steps "
+                 "closed by commits, time added to SessionStart",
 }
 
 
@@ -124,6 +126,13 @@ def register(sub) -> None:
                          help="read context and recall through the real hook commands, or the endpoints they call")  # fmt: skip
     context.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
     context.set_defaults(handler=_runner("context"))
+
+    staleness = which.add_parser("staleness", help=BENCHES["staleness"])
+    staleness.add_argument("--quick", action="store_true", help="two scripted histories and fewer timed builds (the test's form)")
+    staleness.add_argument("--projects", type=int, default=None, help="scripted histories (default 6; 2 with --quick)")
+    staleness.add_argument("--memories", type=int, default=1000, help="memories of the project whose briefing is timed (0: skip)")
+    staleness.add_argument("--work-dir", type=Path, default=None, help="keep the repositories and the data dir here")
+    staleness.set_defaults(handler=_runner("staleness"))
 
 
 def _runner(name: str):

@@ -46,6 +46,10 @@ def import_history(args: argparse.Namespace) -> int:
     report = run_import(client(args), sources, claude=args.claude, wait_index=args.wait, progress=Progress())
     text = [f"imported {report.sessions} sessions from {', '.join(str(s) for s in sources)}: "
             f"{report.accepted:,} new events, {report.duplicates:,} already imported"]  # fmt: skip
+    if report.not_transcripts:
+        text.append(f"skipped {len(report.not_transcripts)} files that are not Claude Code transcripts: "
+                    + "; ".join(f"{Path(name).name}: {why}" for name, why in report.not_transcripts[:5])
+                    + (" ..." if len(report.not_transcripts) > 5 else ""))  # fmt: skip
     if report.skipped_sessions:
         text.append(f"left out {len(report.skipped_sessions)} sessions the hooks captured live")
     if report.refused:

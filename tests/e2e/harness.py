@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,10 @@ from tests.fakes.anthropic_server import (
 
 E2E = Path(__file__).resolve().parent
 ROOT = E2E.parents[1]
-CLAUDE = E2E / "node_modules" / ".bin" / "claude"
+# The two pinned Claude Code CLIs (tests/e2e/cli/<pin>/package.json, `make e2e-deps`): the oldest
+# the plugin supports (memory_anchor/claude_code.py) and the newest release (`make bump-claude-code`).
+PINS = ("oldest", "newest")
+CLAUDE = E2E / "cli" / "newest" / "node_modules" / ".bin" / "claude"  # what users run today
 # What a user's clone of the repository holds (no venv, no node_modules, no tests).
 PLUGIN_FILES = [".claude-plugin", ".mcp.json", "hooks", "mcp_server", "memory_anchor", "worker", "skills",
                  "pyproject.toml", "README.md"]  # fmt: skip
@@ -41,11 +45,32 @@ RUN_MARKER = "run the marker command"
 SEARCH_MEMORY = "search memory for the marker"
 
 
-def ensure_claude_installed() -> Path:
-    """`npm ci` the pinned Claude Code into tests/e2e/node_modules unless it is there."""
-    if not CLAUDE.exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=E2E, check=True, timeout=600)
-    return CLAUDE
+@dataclass(frozen=True)
+class ClaudeCli:
+    """One pinned Claude Code CLI: which pin, its binary and the version package.json pins."""
+
+    pin: str
+    path: Path
+    version: str
+
+    def __str__(self) -> str:
+        return f"Claude Code {self.version} ({self.pin})"
+
+
+def pinned_cli(pin: str) -> ClaudeCli:
+    """The pin's CLI as package.json names it (installed or not)."""
+    folder = E2E / "cli" / pin
+    version = json.loads((folder / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
+    return ClaudeCli(pin, folder / "node_modules" / ".bin" / "claude", version)
+
+
+def ensure_claude_installed(pin: str = "newest") -> Path:
+    """`npm ci` the pinned Claude Code into tests/e2e/cli/<pin>/node_modules unless it is there."""
+    cli = pinned_cli(pin)
+    if not cli.path.exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=cli.path.parents[2], check=True,
+                       timeout=600)  # fmt: skip
+    return cli.path
 
 
 def copy_plugin(target: Path) -> Path:
@@ -131,7 +156,8 @@ def last_tool_result(request: dict[str, Any]) -> str:
 class ClaudeHome:
     """A user's machine, as far as Claude Code can tell: HOME, a project dir, the environment."""
 
-    def __init__(self, base: Path, api_url: str, *, developer_python: str | None):
+    def __init__(self, base: Path, api_url: str, *, developer_python: str | None, claude: Path = CLAUDE):
+        self.claude_path = claude
         self.home = base / "home"
         self.project = base / "project"
         self.home.mkdir(parents=True)
@@ -158,7 +184,7 @@ class ClaudeHome:
 
     def claude(self, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(CLAUDE), *args], cwd=self.project, env=self.env, input=input, capture_output=True, text=True,
+            [str(self.claude_path), *args], cwd=self.project, env=self.env, input=input, capture_output=True, text=True,
             timeout=timeout,
         )  # fmt: skip
 
@@ -179,7 +205,7 @@ class ClaudeHome:
         `between(n)` runs after the n-th result, before the next prompt.
         """
         process = subprocess.Popen(
-            [str(CLAUDE), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+            [str(self.claude_path), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
              "--dangerously-skip-permissions"],
             cwd=self.project, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
@@ -231,7 +257,7 @@ class ClaudeHome:
         pid, fd = pty.fork()
         if pid == 0:  # the child: become claude in the project directory
             os.chdir(self.project)
-            os.execve(str(CLAUDE), [str(CLAUDE)], env)
+            os.execve(str(self.claude_path), [str(self.claude_path)], env)
         import fcntl
         import struct
         import termios
@@ -295,12 +321,13 @@ def wait_for(predicate, timeout: float, interval: float = 0.2, message: str = "c
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
-def claude_or_skip() -> Path:
+def claude_or_skip(pin: str = "newest") -> Path:
     """The pinned CLI; a test that needs it skips when it is not installed, except in CI (CI=true), where it must run."""
     import pytest
 
-    if CLAUDE.exists():
-        return CLAUDE
+    cli = pinned_cli(pin)
+    if cli.path.exists():
+        return cli.path
     if os.environ.get("CI") == "true":
-        return ensure_claude_installed()
-    pytest.skip("the pinned Claude Code CLI is not installed: run `make e2e-deps`")
+        return ensure_claude_installed(pin)
+    pytest.skip(f"the pinned {cli} is not installed: run `make e2e-deps`")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from memory_anchor import paths
 from memory_anchor.hookkit import origin
 from memory_anchor.projects import is_excluded, project_for_cwd
-from worker.capture.inbox import InboxEvent
+from worker.capture.inbox import HISTORY, InboxEvent
 from worker.index import heap
 from worker.pipeline.sessions import Sessions
 from worker.store.errors import StorageUnavailable
@@ -290,6 +290,7 @@ class Pipeline:
         from worker.pipeline.observations import observation_values
 
         values = observation_values(draft, event.payload)
+        values["data"].update(self._code_data(event, session, {"kind": "observation", "data": values["data"]}))
         record = Records.put(
             conn, "observation", values.pop("text"), branch=session["branch"],
             actor=session.get("agent_id") or "claude-code", reason="captured",
@@ -299,6 +300,14 @@ class Pipeline:
             **values,
         )  # fmt: skip
         return {"record": record}
+
+    def _code_data(self, event: InboxEvent, session: dict, record: dict) -> dict:
+        """The files the record is about as they are now ({"code", "code_head"}), read here in the
+        drain, never in a hook. An imported event is from long ago: the work tree is not what it saw."""
+        if event.origin == HISTORY:
+            return {}
+        cwd = event.payload.get("cwd") if isinstance(event.payload.get("cwd"), str) else session.get("cwd")
+        return self.services.codebase.record_data(record, project=session.get("project"), cwd=cwd, payload=event.payload)
 
     def on_stop(self, conn, event: InboxEvent, session: dict, summary) -> dict:
         if event.event == "SessionEnd":
