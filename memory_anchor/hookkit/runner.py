@@ -189,7 +189,9 @@ def emit_context(event: str, context: str, user_message: str | None = None) -> N
     output: dict = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     if user_message:
         output["systemMessage"] = user_message
-    sys.stdout.write(jsonlite.dumps(output) + "\n")
+    # ASCII: valid JSON whatever the locale's encoding or a lone surrogate in the context (2.1.248
+    # counts stdout that opens with "{" and does not parse as a hook error).
+    sys.stdout.write(jsonlite.dumps(output, ascii_only=True) + "\n")
     sys.stdout.flush()
 
 
