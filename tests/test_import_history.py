@@ -171,3 +171,49 @@ def test_the_default_is_this_projects_claude_code_folder(worker, tmp_path):
 
 def _epoch(value) -> float:
     return value if isinstance(value, (int, float)) else datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+def _session_start(worker, transcript_path: Path, source: str = "startup") -> dict:
+    """The real SessionStart hook, as Claude Code runs it for a session whose transcript is `transcript_path`."""
+    from tests.test_hooks import hook_env, run_hook
+
+    payload = {"hook_event_name": "SessionStart", "session_id": transcript_path.stem, "source": source,
+               "transcript_path": str(transcript_path), "cwd": "/tmp/b_cc/run197/my.project_x"}  # fmt: skip
+    done = run_hook("SessionStart", payload, hook_env(worker.data_dir), timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_new_session_offers_the_projects_earlier_sessions_once(worker, tmp_path):
+    """A project with Claude Code history: the first session's briefing (and the user) hear in one line that
+    its earlier sessions can be imported and how; once they are, the line is gone. Other sessions do not count."""
+    folder = history(tmp_path)  # two earlier sessions, as Claude Code keeps a project's
+    (folder / "probes.jsonl").write_text("{}\n")  # not a session
+    current = folder / "0b9c1a52-3d1e-4a43-9c55-1c4a6b8e2f10.jsonl"  # this session's own transcript, being written
+    first = _session_start(worker, current)
+    context = first["hookSpecificOutput"]["additionalContext"]
+    offer = ("Memory Anchor: 2 earlier Claude Code sessions of this project can be imported into memory (locally, no "
+             "Claude tokens): run `memory-anchor import-history` in the project's folder, or "
+             "`memory-anchor import-history --dismiss` to stop this note.")  # fmt: skip
+    assert context.endswith("\n\n" + offer) and context.count("import-history") == 2
+    assert first["systemMessage"] == offer  # the user is the one to run it
+    compacted = _session_start(worker, current, source="compact")  # said when a session starts, not after compaction
+    assert "systemMessage" not in compacted and "import-history" not in compacted["hookSpecificOutput"]["additionalContext"]
+
+    done = cli(worker, "import-history", str(folder))
+    assert done.returncode == 0, done.stderr
+    worker.wait_idle()
+    after = _session_start(worker, current)
+    assert "import-history" not in after["hookSpecificOutput"]["additionalContext"] and "systemMessage" not in after
+
+
+def test_dismissing_the_offer_stops_it_and_imports_nothing(worker, tmp_path):
+    folder = history(tmp_path, "2.1.332")
+    current = folder / "0b9c1a52-3d1e-4a43-9c55-1c4a6b8e2f10.jsonl"
+    assert "1 earlier Claude Code session of" in _session_start(worker, current)["systemMessage"]
+    done = cli(worker, "import-history", "--dismiss", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert "no longer offer" in done.stdout
+    after = _session_start(worker, current)
+    assert "systemMessage" not in after and "import-history" not in after["hookSpecificOutput"]["additionalContext"]
+    assert records(worker, "prompt") == []  # dismissed, not imported
