@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from uuid import NAMESPACE_URL, uuid5
 
 import pytest
 
@@ -217,3 +219,66 @@ def test_dismissing_the_offer_stops_it_and_imports_nothing(worker, tmp_path):
     after = _session_start(worker, current)
     assert "systemMessage" not in after and "import-history" not in after["hookSpecificOutput"]["additionalContext"]
     assert records(worker, "prompt") == []  # dismissed, not imported
+
+
+# --- forgetting survives a re-import ------------------------------------------------------------------------
+
+RULE = "From now on always keep the notes in notes.txt, one per line."
+
+
+def with_a_rule(tmp_path: Path) -> Path:
+    """The 2.1.197 session the real CLI wrote, with one prompt reworded into a standing instruction."""
+    folder = history(tmp_path, "2.1.197")
+    [transcript] = folder.glob("*.jsonl")
+    text = transcript.read_text()
+    assert text.count('"text":"read the notes"') == 1
+    transcript.write_text(text.replace('"text":"read the notes"', f'"text":{json.dumps(RULE)}'))
+    return folder
+
+
+def as_another_session(folder: Path, tmp_path: Path) -> Path:
+    """The same conversation in another session's transcript (new session id, new line ids), as a copy of
+    the history would be: its events are new to the inbox, so the same words are distilled again."""
+    [transcript] = folder.glob("*.jsonl")
+    text = transcript.read_text()
+    new_id = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"
+    for uuid in set(re.findall(r'"(?:uuid|parentUuid)":"([0-9a-f-]{36})"', text)):
+        text = text.replace(uuid, str(uuid5(NAMESPACE_URL, uuid)))
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / f"{new_id}.jsonl").write_text(text.replace(transcript.stem, new_id))
+    return copy
+
+
+def test_what_was_forgotten_stays_forgotten_when_the_history_is_imported_again(worker, tmp_path):
+    folder = with_a_rule(tmp_path)
+    assert cli(worker, "import-history", str(folder), "--wait").returncode == 0
+    project = worker.get("/api/v1/sessions?limit=1")["results"][0]["project"]
+    text = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+    rule = re.search(r"- rule: From now on always keep the notes in notes\.txt.*\(fact ([0-9a-f]{8})\)", text).group(1)
+    cause = re.search(r"- missing\.txt was never created.*\(fact ([0-9a-f]{8})", text).group(1)
+    step = re.search(r"- create missing\.txt \(step (\d+),", text).group(1)
+
+    done = cli(worker, "forget", f"fact {rule}", f"fact {cause}", f"step {step}", "--reason", "not so")
+    assert done.returncode == 0, done.stderr
+    gone = ("keep the notes in notes.txt", "missing.txt was never created", "create missing.txt")
+
+    def shown() -> list[str]:
+        briefing = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+        recalled = worker.post("/api/v1/recall", {"prompt": "Where do we keep notes, and what about missing.txt?",
+                                                  "project": project})["context"]  # fmt: skip
+        steps = json.dumps(worker.get(f"/api/v1/next-steps?project={project}")["results"])
+        facts = json.dumps(worker.get(f"/api/v1/facts?project={project}&status=active,pending")["results"])
+        return [words for words in gone for where in (briefing, recalled, steps, facts) if words in where]
+
+    assert shown() == []
+    again = cli(worker, "--json", "import-history", str(folder), "--wait")  # the same files: nothing new
+    assert again.returncode == 0 and json.loads(again.stdout)["accepted"] == 0
+    assert shown() == []
+    copy = cli(worker, "--json", "import-history", str(as_another_session(folder, tmp_path)), "--wait")
+    assert copy.returncode == 0 and json.loads(copy.stdout)["accepted"] > 0, copy.stderr
+    worker.wait_idle()
+    # The same words distilled again, locally: the prompt and Claude's last message, in a session of their own...
+    assert RULE in [p["memory"] for p in records(worker, "prompt", "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b")]
+    assert len(worker.get(f"/api/v1/summaries?project={project}")["results"]) == 2
+    assert shown() == []  # ...and what was forgotten did not come back
