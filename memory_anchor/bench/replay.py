@@ -127,12 +127,14 @@ async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
     bridge = StdioServerParameters(command=sys.executable, args=["-S", str(ROOT / "mcp_server" / "server.py")],
                                    env=env, cwd=str(ROOT))  # fmt: skip
     out = []
-    async with stdio_client(bridge) as (read, write):
-        async with ClientSession(read, write) as client:
-            await client.initialize()
-            for query in queries:
-                result = await client.call_tool("search", {"query": query, "limit": 10})
-                out.append("\n".join(getattr(block, "text", "") for block in result.content))
+    # The bridge's stderr goes nowhere: under a test runner ours is no file a process can write to.
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(bridge, errlog=quiet) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                for query in queries:
+                    result = await client.call_tool("search", {"query": query, "limit": 10})
+                    out.append("\n".join(getattr(block, "text", "") for block in result.content))
     return out
 
 
