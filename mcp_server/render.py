@@ -33,9 +33,17 @@ def title(rec: RecordOut) -> str:
     return shorten(rec.title or rec.memory or "(untitled)", TITLE_CHARS)
 
 
+def by(rec: RecordOut) -> str:
+    """" | by subagent <type>" for a subagent's tool use (the model should know whose work it was)."""
+    subagent = rec.data.get("subagent")
+    if not isinstance(subagent, dict):
+        return ""
+    return f" | by subagent {subagent.get('type') or subagent.get('id')}"
+
+
 def index_line(rec: RecordOut) -> str:
     score = f" | score {rec.score:.2f}" if rec.score is not None else ""
-    return f"- {rec.id} | {when(rec)} | {label(rec)} | {title(rec)}{score}"
+    return f"- {rec.id} | {when(rec)} | {label(rec)}{by(rec)} | {title(rec)}{score}"
 
 
 def text_line(rec: RecordOut) -> str:

@@ -111,6 +111,13 @@ class Services:
 
         return MemoryModel.for_services(self)
 
+    @cached_property
+    def codebase(self):
+        """The code memories are about (issue 27): refs kept when records are written, marks when shown."""
+        from worker.codebase.service import Codebase
+
+        return Codebase()
+
     @property
     def facts(self):
         """Fact management for the mem0 API's `infer: true` path (add_from_messages)."""

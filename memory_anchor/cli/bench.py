@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context|replay`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context|staleness|replay`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ BENCHES = {
     "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
     "replay": "a folder of real transcripts imported: the rules briefed and their sources, next steps, facts, "
     "recall and search naming the changed files, briefing size, import time, worker RSS",
+    "staleness": "memories about code after scripted git histories: stale marked, fresh wrongly marked, next steps "
+                 "closed by commits, time added to SessionStart",
 }
 
 
@@ -142,6 +144,13 @@ def register(sub) -> None:
     replay.add_argument("--show-briefing", action="store_true", help="print the whole briefing")
     replay.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
     replay.set_defaults(handler=_runner("replay"))
+
+    staleness = which.add_parser("staleness", help=BENCHES["staleness"])
+    staleness.add_argument("--quick", action="store_true", help="two scripted histories and fewer timed builds (the test's form)")
+    staleness.add_argument("--projects", type=int, default=None, help="scripted histories (default 6; 2 with --quick)")
+    staleness.add_argument("--memories", type=int, default=1000, help="memories of the project whose briefing is timed (0: skip)")
+    staleness.add_argument("--work-dir", type=Path, default=None, help="keep the repositories and the data dir here")
+    staleness.set_defaults(handler=_runner("staleness"))
 
 
 def _runner(name: str):

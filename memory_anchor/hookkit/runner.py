@@ -71,6 +71,7 @@ class Hook:
         self.worker_reachable = False
         self.bootstrap_started = False
         self._payload: dict | None = None
+        self.fork: str | None = None  # the session a 2.1.197 fork's SessionStart stands for (its payload is the parent's)
 
     @property
     def payload(self) -> dict:
@@ -137,6 +138,20 @@ class Hook:
             done = launcher.ensure_worker(plugin_root(), self.data_dir, retry_now=new_session)
             self.bootstrap_started = done == launcher.BOOTSTRAP_STARTED
             log(self.data_dir, self.event, done)
+
+    def link_fork(self) -> str | None:
+        """If this SessionStart opens a fork, tell the worker whose (before the fork's first event
+        reaches it) and return the fork's session id; None otherwise (hookkit/forks.py)."""
+        from memory_anchor.hookkit import forks
+
+        link = forks.fork_of(self.payload, os.environ)
+        if link is None:
+            return None
+        fork, parent = link
+        body = jsonlite.dumps({"parent_session_id": parent}, ascii_only=True).encode("utf-8")
+        if self.get_json("POST", f"/api/v1/sessions/{wire.quote(fork)}/fork", body, EVENT_TIMEOUT) is None:
+            log(self.data_dir, self.event, f"session {fork} is a fork of {parent}; the worker was not told")
+        return fork
 
     def refusal(self) -> str | None:
         """Why the worker would refuse this payload (the same checks as its wire models), or None."""
@@ -216,7 +231,7 @@ def session_start(hook: Hook) -> None:
     target = (
         f"/api/v1/context?project={wire.quote(project)}"
         f"&source={wire.quote(str(hook.payload.get('source') or 'startup'))}"
-        f"&session_id={wire.quote(str(hook.payload.get('session_id') or ''))}"
+        f"&session_id={wire.quote(str(hook.fork or hook.payload.get('session_id') or ''))}"
         + (f"&branch={wire.quote(hook.branch)}" if hook.branch else "")
         # Its folder holds the project's earlier transcripts: the worker offers to import those it never saw.
         + (f"&transcript_path={wire.quote(hook.payload['transcript_path'])}"
@@ -262,11 +277,16 @@ def session_start(hook: Hook) -> None:
 
 
 def user_prompt_submit(hook: Hook) -> None:
-    """Add the few memories relevant to this prompt; silent when none match."""
+    """Add the few memories relevant to this prompt; silent when none match, or when no
+    person asked it (a background agent's notification, a wake-up: origin.py)."""
+    from memory_anchor.hookkit import origin
+
     if not hook.worker_reachable:
         return
     prompt = hook.payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
+        return
+    if not origin.typed_by_person(hook.payload.get("source"), prompt):
         return
     body = jsonlite.dumps(
         {
@@ -289,10 +309,10 @@ EXTRAS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit}
 def overlaps(event: str, hook: Hook) -> bool:
     """Whether the event's extra may run while the worker is still taking the event.
 
-    Not for a resumed session: it may be a fork, whose branch the worker only
-    knows once it has processed this SessionStart, so the context waits for it.
+    Not for a resumed or forked session: a fork's branch is only known once the
+    worker has processed this SessionStart, so the context waits for it.
     """
-    return event != "SessionStart" or hook.payload.get("source") != "resume"
+    return event != "SessionStart" or hook.payload.get("source") not in ("resume", "fork")
 
 
 def run(event: str, raw: bytes) -> None:
@@ -302,6 +322,8 @@ def run(event: str, raw: bytes) -> None:
         data_dir = paths.data_dir_str()
         hook = Hook(event, raw, data_dir)
         extra = EXTRAS.get(event)
+        if event == "SessionStart" and hook.info is not None:
+            hook.fork = hook.link_fork()
         pending = hook.send_event()
         if pending is not None and extra is not None and overlaps(event, hook):
             try:  # ask for the context while the worker takes the event: two round trips at once

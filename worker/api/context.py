@@ -65,7 +65,7 @@ def _may_branch(services, source: str) -> bool:
     worker/branching/sessions.py) or a non-main default branch is worth
     waiting for; a plain new session gets its context at once.
     """
-    return source == "resume" or (services.settings.default_branch or MAIN) != MAIN
+    return source in ("resume", "fork") or (services.settings.default_branch or MAIN) != MAIN
 
 
 async def _wait_for_session(services, session_id: str, timeout: float = 1.0) -> None:

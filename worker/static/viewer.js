@@ -149,6 +149,12 @@ function badge(text, extra) {
   return text ? el("span", { class: `badge ${extra || ""}` }, text) : null;
 }
 
+// A subagent's tool use says whose work it was (worker/pipeline/observations.py: tool_origin).
+function subagentBadge(record) {
+  const subagent = record.data && record.data.subagent;
+  return subagent ? badge(`subagent ${subagent.type || subagent.id}`) : null;
+}
+
 function recordCard(record, extra) {
   const headline = record.title || record.memory;
   return el(
@@ -162,6 +168,7 @@ function recordCard(record, extra) {
       record.type !== record.kind ? badge(record.type) : null,
       record.status && record.status !== "active" ? badge(record.status, "warn") : null,
       record.branch && record.branch !== "main" ? badge(record.branch, "branch") : null,
+      subagentBadge(record),
       record.score !== undefined && record.score !== null ? badge(`score ${Number(record.score).toFixed(3)}`) : null,
       record.confidence !== undefined && record.confidence !== null ? badge(`conf ${Number(record.effective_confidence ?? record.confidence).toFixed(2)}`) : null,
       record.needs_verification ? badge("needs re-verification", "warn") : null,
