@@ -190,14 +190,38 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         recalls = [run.recall_at(cwd, q, via) for q in queries]
         searches = asyncio.run(_search_top10({**env, "CLAUDE_PROJECT_DIR": cwd, "CLAUDE_CODE_SESSION_ID": "bench-replay"},
                                              queries)) if queries else []  # fmt: skip
+        by_id = {_session_id(f): f for f in files}
         figures["probes"] = [{"title": p.title, "files": p.files, "recall": names_a_file(r, p.files),
-                              "search": names_a_file(s, p.files), "search_answer": s[:600]}
+                              "search": names_a_file(s, p.files), "search_answer": s[:600],
+                              "written": bool(set(p.files) & written_files(by_id[p.session_id]))}
                              for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
         figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
     rows = figures["probes"]
     figures["recall"] = sum(r["recall"] for r in rows) / len(rows) if rows else None
     figures["search"] = sum(r["search"] for r in rows) / len(rows) if rows else None
+    written = [r for r in rows if r["written"]]
+    figures["written"] = {"sessions": len(written), "recall": sum(r["recall"] for r in written),
+                          "search": sum(r["search"] for r in written)}  # fmt: skip
     return figures
+
+
+WRITING_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+
+
+def written_files(transcript: Path) -> set[str]:
+    """The files a session's tools wrote, as the project names them: all memory can know was changed
+    (a patch may also hold what a command generated, a database file, a migration made by a script)."""
+    from memory_anchor.projects import relative
+    from worker.capture.history import session_events
+
+    out = set()
+    for event in session_events(transcript):
+        payload = event.payload
+        if payload.get("hook_event_name") == "PostToolUse" and payload.get("tool_name") in WRITING_TOOLS:
+            path = (payload.get("tool_input") or {}).get("file_path") or (payload.get("tool_input") or {}).get("notebook_path")
+            if isinstance(path, str):
+                out.add(relative(path, payload.get("cwd")))
+    return out
 
 
 def _session_id(path: Path) -> str:
@@ -268,9 +292,12 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     rows = figures["probes"]
     print(f"probes (sessions with a patch): {len(rows)}; recall names a changed file {sum(r['recall'] for r in rows)}, "
           f"search top 10 {sum(r['search'] for r in rows)}")  # fmt: skip
+    written = figures["written"]
+    print(f"  of the {written['sessions']} whose transcript shows a tool writing a file of their patch (what memory "
+          f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
     for row in rows:
         if not (row["recall"] and row["search"]):
-            print(f"  missed by {'recall' if not row['recall'] else ''}{' and ' if not row['recall'] and not row['search'] else ''}"
+            print(f"  {'' if row['written'] else '(no tool wrote these) '}missed by {'recall' if not row['recall'] else ''}{' and ' if not row['recall'] and not row['search'] else ''}"
                   f"{'search' if not row['search'] else ''}: {row['title']} ({', '.join(row['files'])})")  # fmt: skip
     missed = next((row for row in rows if not row["search"]), None)
     if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
