@@ -296,9 +296,9 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     print(f"  of the {written['sessions']} whose transcript shows a tool writing a file of their patch (what memory "
           f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
     for row in rows:
-        if not (row["recall"] and row["search"]):
-            print(f"  {'' if row['written'] else '(no tool wrote these) '}missed by {'recall' if not row['recall'] else ''}{' and ' if not row['recall'] and not row['search'] else ''}"
-                  f"{'search' if not row['search'] else ''}: {row['title']} ({', '.join(row['files'])})")  # fmt: skip
+        which = " and ".join(name for name in ("recall", "search") if not row[name])
+        if which:
+            print(f"  {'' if row['written'] else '(no tool wrote these) '}missed by {which}: {row['title']} ({', '.join(row['files'])})")
     missed = next((row for row in rows if not row["search"]), None)
     if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
         print(f"  the search's answer to the first it missed ({missed['title']}):\n    "
