@@ -133,7 +133,7 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
         await asyncio.sleep(every_seconds)
 
 
-async def _code_watch(services: Services, every_seconds: float = 5.0) -> None:
+async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:
     """When a repository's HEAD moves (a commit between sessions), ask git on the pipeline's thread
     what the next SessionStart's staleness marks will need (worker/codebase/service.py: warm)."""
     while True:
