@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,81 @@ def test_our_own_memory_tools_are_not_captured_back_and_other_servers_are_kept(w
     assert worker.get("/api/v1/observations?session_id=older-cli")["results"] == []
     session = worker.get(f"/api/v1/sessions/{ours['session_id']}")
     assert session["tool_count"] >= 1  # the use still counts as activity of the session
+
+
+# --- 4. what the hooks print ---------------------------------------------------------------
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd")
+
+
+def assert_claude_code_takes(stdout: bytes) -> None:
+    """2.1.248+: stdout that opens with "{" and is not valid JSON is a hook error. Ours is either
+    nothing or one JSON object of the fields Claude Code reads."""
+    if not stdout.strip():
+        return
+    assert stdout.lstrip().startswith(b"{"), stdout[:200]
+    output = json.loads(stdout.decode("ascii"))  # ASCII too: no locale can garble it
+    assert set(output) <= {"hookSpecificOutput", "systemMessage"}, output
+
+
+def recorded_payload(event: str) -> dict:
+    """The first payload of that kind the real 2.1.332 sent."""
+    return next(e for e in one_shot_events("2.1.332") + session_events("2.1.332") if e["hook_event_name"] == event)
+
+
+def test_every_hook_prints_valid_json_or_nothing_with_a_worker(shared_worker):
+    """Memory with quotes, backslashes, non-ASCII and braces comes back through SessionStart and recall."""
+    payloads = {event: recorded_payload(event) for event in HOOK_EVENTS}
+    cwd = payloads["UserPromptSubmit"]["cwd"]
+    naming = json.loads((shared_worker.data_dir / "worker.json").read_text())["project_names"]
+    odd = 'The "deploy" key {env: "prod"} lives in C:\\ops\\deploy — naïve ✓ 部署'
+    shared_worker.post("/api/v1/memories", {"content": odd, "infer": False, "project": project_for_cwd(cwd, naming)})
+    shared_worker.wait_idle()
+    payloads["UserPromptSubmit"]["prompt"] = 'where does the "deploy" key {env: "prod"} live?'
+    env = hook_env(shared_worker.data_dir)
+    printed = {}
+    for event, payload in payloads.items():
+        result = run_hook(event, payload, env)
+        assert result.returncode == 0 and result.stderr == b""
+        assert_claude_code_takes(result.stdout)
+        printed[event] = result.stdout
+    assert "部署" in json.loads(printed["UserPromptSubmit"])["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("event", HOOK_EVENTS)
+def test_every_hook_prints_valid_json_or_nothing_when_things_go_wrong(tmp_path, event):
+    payload = recorded_payload(event)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    broken = tmp_path / 'a "quoted" folder' / "hooks"  # a plugin copy whose kit cannot be imported
+    broken.mkdir(parents=True)
+    script = (ROOT / "hooks" / f"{event_script(event)}").read_text()
+    (broken / event_script(event)).write_text(script)
+    situations = [
+        (json.dumps(payload).encode(), hook_env(tmp_path / "no-worker", MEMORY_ANCHOR_PYTHON="")),  # first run
+        (b"\xff not json {", hook_env(tmp_path / "garbage")),
+        (json.dumps(payload).encode(), hook_env(blocker / "data")),  # the data dir cannot be written
+    ]
+    for raw, env in situations:
+        result = run_hook(event, raw, env)
+        assert result.returncode == 0 and result.stderr == b""
+        assert_claude_code_takes(result.stdout)
+    result = subprocess.run(["python3", "-S", str(broken / event_script(event))], input=json.dumps(payload).encode(),
+                            env=hook_env(tmp_path / "broken"), capture_output=True, timeout=20)  # fmt: skip
+    assert result.returncode == 0
+    assert_claude_code_takes(result.stdout)
+    if event == "SessionStart":  # the one hook that tells the user memory is off
+        assert "Memory Anchor is off" in json.loads(result.stdout)["systemMessage"]
+
+
+def event_script(event: str) -> str:
+    from tests.test_hooks import EVENTS
+
+    return EVENTS[event]
+
+
+def test_session_end_has_a_timeout_of_its_own():
+    """Before 2.1.268 a SessionEnd hook without its own `timeout` was cut after 1.5 s."""
+    config = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+    [[hook]] = [entry["hooks"] for entry in config["SessionEnd"]]
+    assert hook["timeout"] >= 5

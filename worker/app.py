@@ -139,7 +139,8 @@ async def _code_watch(services: Services, every_seconds: float = 5.0) -> None:
     while True:
         await asyncio.sleep(every_seconds)
         try:
-            await services.run_background(services.codebase.warm)
+            if services.settings.code_checks:  # off: nothing is checked, so nothing to ask ahead
+                await services.run_background(services.codebase.warm)
         except Exception:
             log.exception("warming the code history failed; the next check asks git itself")
 

@@ -48,6 +48,11 @@ class HookEvent(BaseModel):
 class SessionStartEvent(HookEvent):
     hook_event_name: Literal["SessionStart"]
     source: StrictStr | None = None
+    # A resume or fork of 2.1.332 also sends seconds_since_last_response, context_tokens,
+    # prompt_cache_likely_expired and estimated_cache_write_usd: kept as sent, not read. They
+    # speak of the conversation's prompt cache, and the briefing does not depend on it: the
+    # resumed conversation carries its first briefing either way (both versions, verified),
+    # and a fresh one brings what other sessions learnt meanwhile.
     parent_session_id: StrictStr | None = None
     forked_from_session_id: StrictStr | None = None
 

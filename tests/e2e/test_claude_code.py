@@ -156,6 +156,17 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
     details = last_tool_result(with_details[0])
     assert f"echo {marker}" in details and observation["id"] in details
 
+    # What our memory tools answered is memory already: not captured back (the uses still count).
+    def session_two() -> dict | None:
+        rows = client.get("/api/v1/sessions", project=str(machine.project))["results"]
+        return next((s for s in rows if s["session_id"] != observation["session_id"] and s["tool_count"] >= 2), None)
+
+    second = wait_for(session_two, 60, message="session 2's tool uses to be processed")
+    wait_for(lambda: client.get("/api/v1/summaries", session_id=second["session_id"])["results"], 60,
+             message="session 2's Stop, after its tool uses, to be processed")  # fmt: skip
+    kept = client.get("/api/v1/observations", session_id=second["session_id"], limit=50)["results"]
+    assert not [o for o in kept if o["data"].get("tool_name", "").startswith(MCP_PREFIX)], kept
+
 
 @pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # the worker's concurrency, not Claude Code's
 def test_ten_parallel_sessions_share_one_worker(machine, fake_api, marker):
