@@ -23,6 +23,8 @@ import pytest
 
 from memory_anchor.client import WorkerClient
 from tests.e2e.harness import (
+    BACKGROUND_STEP,
+    DELEGATE_MARKER,
     MCP_PREFIX,
     RUN_MARKER,
     SEARCH_MEMORY,
@@ -166,6 +168,30 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
              message="session 2's Stop, after its tool uses, to be processed")  # fmt: skip
     kept = client.get("/api/v1/observations", session_id=second["session_id"], limit=50)["results"]
     assert not [o for o in kept if o["data"].get("tool_name", "").startswith(MCP_PREFIX)], kept
+
+
+def test_a_subagents_tool_use_is_kept_with_its_agent_and_the_outcome_waits_for_it(machine, fake_api, marker):
+    """The model hands the marker command to a subagent: in the background on 2.1.332 (a first Stop
+    while it runs, then its notification's turn), in the foreground on 2.1.197."""
+    machine.run(DELEGATE_MARKER)
+    client, observation = session_one_observation(machine, marker)
+    assert observation["data"]["subagent"]["type"] == "general-purpose" and observation["data"]["subagent"]["id"]
+    session_id = observation["session_id"]
+    launches = [o for o in client.get("/api/v1/observations", session_id=session_id, limit=50)["results"]
+                if o["data"].get("tool_name") in ("Agent", "Task")]  # fmt: skip
+    assert launches and "subagent" not in launches[0]["data"]  # the main conversation launched it
+
+    def outcome() -> str | None:
+        summaries = client.get("/api/v1/summaries", session_id=session_id)["results"]
+        return summaries[0]["memory"] if summaries else None
+
+    # Not closed while the agent worked: the outcome is the one after its work, and the step the
+    # first Stop named (moot once the agent is done) never became an open next step.
+    wait_for(lambda: client.get("/api/v1/sessions/" + session_id).get("status") == "ended", 60, message="SessionEnd")
+    text = wait_for(outcome, 60, message="the session's summary")
+    assert "the subagent printed the marker" in text and BACKGROUND_STEP not in text, text
+    steps = client.get("/api/v1/next-steps", project=str(machine.project))["results"]
+    assert not [s for s in steps if BACKGROUND_STEP in json.dumps(s)], steps
 
 
 @pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # the worker's concurrency, not Claude Code's
