@@ -181,15 +181,17 @@ def test_a_subagents_tool_use_is_kept_with_its_agent_and_the_outcome_waits_for_i
                 if o["data"].get("tool_name") in ("Agent", "Task")]  # fmt: skip
     assert launches and "subagent" not in launches[0]["data"]  # the main conversation launched it
 
-    def outcome() -> str | None:
+    def summary() -> dict | None:
         summaries = client.get("/api/v1/summaries", session_id=session_id)["results"]
-        return summaries[0]["memory"] if summaries else None
+        return summaries[0] if summaries else None
 
-    # Not closed while the agent worked: the outcome is the one after its work, and the step the
-    # first Stop named (moot once the agent is done) never became an open next step.
+    # Not closed while the agent worked: no version of the session's summary (nor an open next
+    # step) ever held the step the first Stop named, moot once the agent is done.
     wait_for(lambda: client.get("/api/v1/sessions/" + session_id).get("status") == "ended", 60, message="SessionEnd")
-    text = wait_for(outcome, 60, message="the session's summary")
-    assert "the subagent printed the marker" in text and BACKGROUND_STEP not in text, text
+    latest = wait_for(summary, 60, message="the session's summary")
+    assert "the subagent printed the marker" in latest["memory"], latest["memory"]
+    versions = client.get(f"/api/v1/memories/{latest['id']}/history")["results"]
+    assert versions and not [v for v in versions if BACKGROUND_STEP in v["memory"]], [v["memory"] for v in versions]
     steps = client.get("/api/v1/next-steps", project=str(machine.project))["results"]
     assert not [s for s in steps if BACKGROUND_STEP in json.dumps(s)], steps
 
