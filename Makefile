@@ -13,7 +13,7 @@ help:
 	@echo "make test         run the whole test suite (installs everything it needs)"
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
 	@echo "make test-stress  the suite RUNS times (default 5) in a row with every core kept busy"
-	@echo "make bench        run the benchmarks (spine, session, LoCoMo, multilingual, branches, scale, team, search, context) and print figures"
+	@echo "make bench        run the benchmarks (spine, session, LoCoMo, multilingual, branches, scale, team, search, context, staleness) and print figures"
 	@echo "make bench-first-run  time a new user's first run (plugin install to first observation; downloads from PyPI)"
 	@echo "make e2e-deps     install the two pinned Claude Code CLIs the end-to-end tests drive (oldest supported, newest)"
 	@echo "make bump-claude-code  move the newest pinned Claude Code to npm's latest release (package.json + lock)"
@@ -67,6 +67,7 @@ bench: $(STAMP) e2e-deps
 	$(VENV)/bin/memory-anchor bench team --n 20000
 	$(VENV)/bin/memory-anchor bench search --n 20000
 	$(VENV)/bin/memory-anchor bench context
+	$(VENV)/bin/memory-anchor bench staleness
 
 bench-first-run: $(STAMP) e2e-deps
 	$(PY) -m tests.e2e.bench_first_run --cache both

@@ -124,6 +124,12 @@ def _normalise_remote(url: str) -> str | None:
     return name or None
 
 
+def relative(path: str, project: str | None) -> str:
+    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`)."""
+    root = (project or "").rstrip("/")
+    return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
+
+
 def project_key(project: str) -> str:
     """A short, filesystem-safe key for a project path."""
     import hashlib

@@ -266,3 +266,12 @@ def test_an_edit_keeps_the_lines_it_changed_not_the_lines_around_them(tmp_path):
     p.write("app/cart.py", new.replace("def total(items):", "def total(items: list) -> float:").replace("# the cart's", "# The cart's"))
     p.commit("types")
     assert FreshnessChecker().check_record(record, repo).state == "changed"  # the fix is still there
+
+
+def test_a_project_that_becomes_a_repository_is_seen_without_a_restart(tmp_path):
+    plain = tmp_path / "shop"
+    plain.mkdir()
+    (plain / "a.py").write_text("print('a long enough line')\n")
+    assert git.find_repo(str(plain)) is None
+    GitRepo(plain).commit("first")
+    assert git.find_repo(str(plain)).root == str(plain.resolve())

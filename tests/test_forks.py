@@ -106,3 +106,41 @@ def test_a_fork_told_twice_or_of_itself(worker):
     assert status == 400 and "differ" in json.dumps(body)
     status, body = worker.request("POST", "/api/v1/sessions/S1/fork", {"parent": "S0"})
     assert status == 422 and "parent_session_id" in json.dumps(body), body  # the wire model names the field it wants
+
+
+def test_a_forks_recall_reads_its_branch_from_its_first_prompt(worker):
+    """Told of the fork at SessionStart, the worker reads the fork's branch (made from the parent's)
+    for its first prompt's recall, before any of the fork's events is processed."""
+    project = "/tmp/forks/recall"
+    worker.post("/api/v1/branches/switch", {"session_id": "S1", "branch": "experiment", "create": True})
+    said = "From now on always tag each release with its date."
+    status, body = worker.request("POST", "/api/v1/events", {"hook_event_name": "UserPromptSubmit", "session_id": "S1",
+                                                             "cwd": project, "prompt": said})  # fmt: skip
+    assert status == 202, body
+    worker.wait_idle()
+    worker.post("/api/v1/sessions/F1/fork", {"parent_session_id": "S1"})
+    assert worker.get("/api/v1/branches/fork/F1")["parent"] == "experiment"
+
+    def recall(session_id: str) -> str:
+        return worker.post("/api/v1/recall", {"prompt": "how should we tag a release?", "project": project,
+                                              "session_id": session_id})["context"]  # fmt: skip
+
+    assert "tag each release with its date" in recall("F1")
+    assert "tag each release with its date" not in recall("S9")  # a session nobody announced reads main
+
+
+def test_the_hook_finds_claudes_arguments_among_its_ancestors(tmp_path):
+    """2.1.197 sets no CLAUDE_PID: the hook runs under a shell, and the first ancestor whose
+    arguments hold --fork-session is taken for `claude` (here a shell started with that flag)."""
+    import subprocess
+    import sys
+
+    code = "import json, os; from memory_anchor.hookkit.forks import claude_command_line; print(json.dumps(claude_command_line({})))"
+    script = f"{sys.executable} -c '{code}'"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    forked = subprocess.run(["sh", "-c", f"{script}; true", "claude", "--resume", "S1", "--fork-session"], env=env,
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert json.loads(forked.stdout)[-3:] == ["--resume", "S1", "--fork-session"], forked.stderr
+    plain = subprocess.run(["sh", "-c", f"{script}; true", "claude", "--resume", "S1"], env=env,
+                           capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert json.loads(plain.stdout) == []

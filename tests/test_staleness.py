@@ -9,12 +9,13 @@ file loses its confidence until the file is back.
 
 from __future__ import annotations
 
+import json
 import shutil
 import urllib.parse
 
 import pytest
 
-from tests.conftest import start_worker, worker_env
+from tests.conftest import ROOT, start_worker, worker_env
 from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.both_backends, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
@@ -98,15 +99,15 @@ def rule_fact(worker, project) -> dict:
     return next(f for f in facts if "config/settings.toml" in f["text"])
 
 
-def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(worker, tmp_path):
+def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(shared_worker, tmp_path):
     repo = GitRepo(tmp_path / "shop")
     project = repo.root.resolve()
-    three_sessions(worker, repo)
+    three_sessions(shared_worker, repo)
 
-    before = briefing(worker, project)
+    before = briefing(shared_worker, project)
     for marked in ("changed since", "deleted since", "moved to", "superseded", "needs verification"):
         assert marked not in before, before
-    rule = rule_fact(worker, project)
+    rule = rule_fact(shared_worker, project)
     assert [r["path"] for r in rule["data"]["code"]] == ["config/settings.toml"]
     confidence = rule["confidence"]
 
@@ -123,7 +124,7 @@ def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(w
     repo.write("app/invoice.py", "def invoice(items):\n    return [item.price * item.quantity for item in items]\n")
     repo.commit("invoice uses the quantity")
 
-    after = briefing(worker, project)
+    after = briefing(shared_worker, project)
     assert len(after) <= 10_000
     fix = line_with(after, "done: Fixed the cart total")  # a team database keeps what was asked private
     assert fix.endswith("(superseded: the edit to app/cart.py is no longer in the file)"), fix
@@ -134,33 +135,33 @@ def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(w
     rule_line = line_with(after, "rule: Always keep the database settings")
     assert "[needs verification]" in rule_line and rule_line.endswith("(config/settings.toml deleted since)"), rule_line
 
-    demoted = rule_fact(worker, project)
+    demoted = rule_fact(shared_worker, project)
     assert demoted["confidence"] < 0.6 <= confidence and demoted["needs_verification"]
 
-    recalled = worker.post("/api/v1/recall", {"prompt": "how did we fix the cart total quantity bug?",
+    recalled = shared_worker.post("/api/v1/recall", {"prompt": "how did we fix the cart total quantity bug?",
                                               "project": str(project), "session_id": "s4", "cwd": str(project)})["context"]  # fmt: skip
     assert "superseded: the edit to app/cart.py is no longer in the file" in recalled, recalled
 
     # The settings file comes back as it was: the code confirms the rule again.
     repo.write("config/settings.toml", SETTINGS)
     repo.commit("settings back")
-    again = briefing(worker, project)
+    again = briefing(shared_worker, project)
     assert "needs verification" not in line_with(again, "rule: Always keep the database settings")
-    restored = rule_fact(worker, project)
+    restored = rule_fact(shared_worker, project)
     assert restored["confidence"] == confidence and not restored["needs_verification"]
 
 
-def test_outside_git_nothing_is_marked_and_nothing_breaks(worker, tmp_path):
+def test_outside_git_nothing_is_marked_and_nothing_breaks(shared_worker, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "app").mkdir()
     (plain / "app/cart.py").write_text(CART.replace("return sum(item.price for item in items)", FIXED_LINE))
-    post(worker,
+    post(shared_worker,
          prompt(plain, "p1", "The cart total ignores the quantity of each item, fix it"),
          edit(plain, "p1", 1, "app/cart.py", "return sum(item.price for item in items)", FIXED_LINE, CART),
          stop(plain, "p1", "Fixed the cart total in app/cart.py."))  # fmt: skip
     (plain / "app/cart.py").unlink()
-    text = briefing(worker, plain.resolve())
+    text = briefing(shared_worker, plain.resolve())
     assert "done: Fixed the cart total in app/cart.py" in text and "app/cart.py → `return" in text
     for marked in ("changed since", "deleted since", "superseded"):
         assert marked not in text
@@ -186,3 +187,38 @@ def test_without_git_on_the_path_nothing_is_marked(tmp_path):
         assert "done: Fixed the cart total in app/cart.py" in text and "superseded" not in text, text
     finally:
         running.stop()
+
+
+def test_claude_codes_recorded_payloads_keep_the_files_as_each_tool_left_them(shared_worker, tmp_path):
+    """The payloads the real CLI sent (tests/fixtures/transcripts/2.1.197: Write, Edit, Read of notes.txt)
+    replayed in a git project, each file as the tool left it when its event is drained."""
+    from worker.codebase.git import blob_id
+
+    recorded = [json.loads(line) for line in
+                (ROOT / "tests/fixtures/transcripts/2.1.197/hooks-received.ndjson").read_text().splitlines()]  # fmt: skip
+    repo = GitRepo(tmp_path / "my.project_x")
+    repo.write("README.md", "the project\n")
+    repo.commit("start")
+    then = recorded[0]["cwd"]
+    for payload in recorded:
+        payload = json.loads(json.dumps(payload).replace(then, str(repo.root)))
+        if payload["hook_event_name"] not in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"):
+            continue
+        tool, given = payload.get("tool_name"), payload.get("tool_input") or {}
+        if tool == "Write":
+            repo.write("notes.txt", given["content"])
+        elif tool == "Edit":
+            repo.write("notes.txt", payload["tool_response"]["originalFile"].replace(given["old_string"], given["new_string"]))
+        post(shared_worker, payload)
+
+    observations = shared_worker.get(f"/api/v1/observations?project={urllib.parse.quote(str(repo.root.resolve()))}&limit=50")["results"]
+    kept = {o["data"]["tool_name"]: o["data"].get("code") for o in observations if o["data"].get("tool_name") in ("Write", "Edit", "Read")}
+    head = repo.git("rev-parse", "HEAD").strip()
+    assert kept == {
+        "Write": [{"path": "notes.txt", "blob": blob_id(b"first note\n"), "head": head}],
+        "Edit": [{"path": "notes.txt", "blob": blob_id(b"second note\n"), "head": head}],  # 'second note' is too short to find again
+        "Read": [{"path": "notes.txt", "blob": blob_id(b"second note\n"), "head": head}],
+    }
+    text = briefing(shared_worker, repo.root.resolve())
+    assert line_with(text, "[feature] Created").endswith("(notes.txt changed since, not committed)"), text
+    assert "changed since" not in line_with(text, "[change] Edited") + line_with(text, "[discovery] Read"), text

@@ -328,35 +328,39 @@ def load_project(run, work: Path, memories: int) -> Project:
                                                              "content": (repo.root / path).read_text()}}})  # fmt: skip
         count += 1
     _poster(run, project, sid)("Stop", stop_hook_active=False, last_assistant_message="Fixed the totals.")
-    run.settle()
+    drained(run, timeout=1800)  # the briefing reads records, not vectors: their embedding may go on
     for i, name in enumerate(names[::10]):
         repo.commit(f"Change {name}", files={name: None if i % 4 == 0 else source("changed", i)})
     return project
 
 
 def time_briefings(data_dir: Path, project: str, runs: int) -> dict[str, Any]:
-    """Build the project's briefing in process, on the stopped worker's data dir, with the checks and without."""
+    """Build the project's briefing in process, on the stopped worker's data dir, with the checks and
+    without, alternately (a busy machine slows both alike); the first build of each is kept apart:
+    with the checks it is the one that runs git and hashes the files after HEAD moved."""
     from memory_anchor.settings import load_settings
     from worker.context import ContextRequest, build_context
     from worker.services import Services
 
-    figures: dict[str, Any] = {}
-    for label, checks in (("without", False), ("with", True), ("without", False), ("with", True)):
-        settings = load_settings(data_dir).model_copy(update={"code_checks": checks})
-        services = Services(data_dir, settings, token="bench")
-        times = []
-        marked = 0
-        for _ in range(runs):
+    settings = load_settings(data_dir)
+    both = {label: Services(data_dir, settings.model_copy(update={"code_checks": checks}), token="bench")
+            for label, checks in (("without", False), ("with", True))}  # fmt: skip
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    marked = 0
+    for _ in range(runs + 1):
+        for label, services in both.items():
             started = time.perf_counter()
             built = build_context(ContextRequest(project=project, services=services), services.db.reader())
-            times.append((time.perf_counter() - started) * 1000)
-            marked = sum(1 for line in built.text.splitlines() if " since" in line or "moved to" in line)
-        figures.setdefault(label, []).append({"first": times[0], "median": statistics.median(times[1:] or times),
-                                              "p95": sorted(times)[int(0.95 * (len(times) - 1))], "marked_lines": marked})  # fmt: skip
-        services.db.close() if hasattr(services.db, "close") else None
-    best = {label: min(rounds, key=lambda r: r["median"]) for label, rounds in figures.items()}
-    return {"runs": runs, **best, "added_ms": best["with"]["median"] - best["without"]["median"],
-            "added_first_ms": best["with"]["first"] - best["without"]["first"]}  # fmt: skip
+            times[label].append((time.perf_counter() - started) * 1000)
+            if label == "with":
+                marked = sum(1 for line in built.text.splitlines() if " since" in line or " moved to " in line)
+    out: dict[str, Any] = {"runs": runs, "marked_lines": marked}
+    for label, found in times.items():
+        rest = sorted(found[1:])
+        out[label] = {"first": found[0], "median": statistics.median(rest), "p95": rest[int(0.95 * (len(rest) - 1))]}
+    out["added_ms"] = out["with"]["median"] - out["without"]["median"]
+    out["added_first_ms"] = out["with"]["first"] - out["without"]["first"]
+    return out
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -383,10 +387,12 @@ def measure(work: Path, *, projects: int, memories: int, briefing_runs: int) -> 
             closed = run.client.get("/api/v1/next-steps", project=project.root, status="closed")["results"]
             still_open = run.client.get("/api/v1/next-steps", project=project.root)["results"]
             step_rows += score_steps(project, closed, still_open)
+        started = time.monotonic()
         big = load_project(run, work, memories) if memories else None
+        loaded = time.monotonic() - started
     figures = summarize(memory_rows, step_rows)
     if big is not None:
-        figures["briefing"] = {"memories": memories, **time_briefings(work / "data", big.root, briefing_runs)}
+        figures["briefing"] = {"memories": memories, "load_seconds": loaded, **time_briefings(work / "data", big.root, briefing_runs)}
     return figures
 
 
@@ -437,11 +443,13 @@ def print_figures(figures: dict[str, Any]) -> None:
               f"median {wo['median']:.1f} ms without checks, {w['median']:.1f} ms with "
               f"(+{briefing['added_ms']:.1f} ms; p95 {wo['p95']:.1f} / {w['p95']:.1f}); first build after HEAD moved "
               f"{wo['first']:.1f} / {w['first']:.1f} ms (+{briefing['added_first_ms']:.1f}); "
-              f"lines marked {w['marked_lines']}")  # fmt: skip
+              f"lines marked {briefing['marked_lines']}; the {briefing['memories']} memories took {briefing['load_seconds']:.0f} s to "
+              f"post and process")  # fmt: skip
 
 
-def meets_goals(figures: dict[str, Any]) -> list[str]:
-    """The goals the figures miss (empty: every one met)."""
+def meets_goals(figures: dict[str, Any], *, timing: bool = True) -> list[str]:
+    """The goals the figures miss (empty: every one met); `timing` False leaves the time out (a test
+    on a shared machine asserts no durations: the bench prints them)."""
     missed = []
     if figures["stale_marked"] < GOALS["stale_marked"] * figures["stale"]:
         missed.append("stale marked")
@@ -451,7 +459,7 @@ def meets_goals(figures: dict[str, Any]) -> list[str]:
         missed.append("steps closed")
     if len(figures["steps_wrongly_closed"]) > GOALS["steps_wrong"]:
         missed.append("steps wrongly closed")
-    if figures.get("briefing") and figures["briefing"]["added_ms"] > GOALS["added_ms"]:
+    if timing and figures.get("briefing") and figures["briefing"]["added_ms"] > GOALS["added_ms"]:
         missed.append("time added to SessionStart")
     return missed
 

@@ -134,7 +134,7 @@ class Hook:
             from memory_anchor.hookkit import launcher
 
             # A new session retries a failed build at once: the user may just have fixed its cause.
-            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume")
+            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume", "fork")
             done = launcher.ensure_worker(plugin_root(), self.data_dir, retry_now=new_session)
             self.bootstrap_started = done == launcher.BOOTSTRAP_STARTED
             log(self.data_dir, self.event, done)
@@ -235,11 +235,16 @@ def session_start(hook: Hook) -> None:
         f"&source={wire.quote(str(hook.payload.get('source') or 'startup'))}"
         f"&session_id={wire.quote(str(hook.fork or hook.payload.get('session_id') or ''))}"
         + (f"&branch={wire.quote(hook.branch)}" if hook.branch else "")
+        # Its folder holds the project's earlier transcripts: the worker offers to import those it never saw.
+        + (f"&transcript_path={wire.quote(hook.payload['transcript_path'])}"
+           if isinstance(hook.payload.get("transcript_path"), str) else "")  # fmt: skip
     )
     context = None
+    offer = None  # the worker's one line for the user (N earlier sessions can be imported)
     if hook.worker_reachable:
         data = hook.get_json("GET", target, b"", CONTEXT_TIMEOUT)
         context = data.get("context") if data else None
+        offer = data.get("notice") if data and isinstance(data.get("notice"), str) else None
     answered = isinstance(context, str)
     if not answered:  # the unusual case: only now is the cache's path worth its imports
         cache = str(context_cache_path(hook.data_dir, project))
@@ -270,7 +275,7 @@ def session_start(hook: Hook) -> None:
         context = "\n\n".join(part for part in (context if isinstance(context, str) else "", notice[1]) if part.strip())
         emit_context("SessionStart", context, notice[0])
     elif context and context.strip():
-        emit_context("SessionStart", context)
+        emit_context("SessionStart", context, offer)
 
 
 def user_prompt_submit(hook: Hook) -> None:

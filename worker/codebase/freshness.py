@@ -58,9 +58,13 @@ def mark(freshness: Freshness | None) -> str:
 class FreshnessChecker:
     """Compares records' refs with the working tree. One per worker, shared by every surface."""
 
-    def __init__(self, worktree: WorkTree | None = None, history: GitHistory | None = None):
+    def __init__(self, worktree: WorkTree | None = None, history: GitHistory | None = None, max_memo: int = 50_000):
         self.worktree = worktree or WorkTree()
         self.history = history or GitHistory()
+        # A file that is still there answers as it did while HEAD and the file stay the same:
+        # {(root, HEAD, the ref): ((mtime, size), Freshness)}, so a SessionStart re-checks it with one stat.
+        self._memo: dict[tuple, tuple[tuple[int, int], Freshness]] = {}
+        self.max_memo = max_memo
 
     def check(self, refs: Iterable[CodeRef], repo: Repo | None, *, head_sha: str | None = None) -> Freshness:
         """The state of the worst of `refs` now."""
@@ -89,6 +93,19 @@ class FreshnessChecker:
     def _check_one(self, ref: CodeRef, repo: Repo, head_sha: str | None) -> Freshness:
         if ref.blob is None:  # the file was absent then: nothing it said can have changed
             return UNKNOWN
+        key = (repo.root, head_sha, ref.path, ref.blob, ref.head, ref.inserted)
+        signature = self.worktree.signature(repo, ref.path)
+        memo = self._memo.get(key)
+        if memo is not None and signature is not None and memo[0] == signature:
+            return memo[1]
+        found = self._compare(ref, repo, head_sha)
+        if signature is not None:  # a deleted or moved file is asked again: the new path may change
+            if len(self._memo) >= self.max_memo:
+                self._memo.clear()
+            self._memo[key] = (signature, found)
+        return found
+
+    def _compare(self, ref: CodeRef, repo: Repo, head_sha: str | None) -> Freshness:
         now = self.worktree.blob(repo, ref.path)
         if now == ref.blob:
             return Freshness(state="fresh", path=ref.path)

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import threading
+from stat import S_ISREG
 from dataclasses import dataclass, field
 
 from memory_anchor.projects import git_dirs
@@ -52,7 +53,7 @@ class Repo:
         return None
 
     def absolute(self, rel: str) -> str:
-        return os.path.join(self.root, *rel.split("/"))
+        return self.root + os.sep + (rel if os.sep == "/" else rel.replace("/", os.sep))
 
 
 def find_repo(path: str | None) -> Repo | None:
@@ -68,12 +69,15 @@ def find_repo(path: str | None) -> Repo | None:
     return _repo_at_or_above(candidate)
 
 
-_repos: dict[str, Repo | None] = {}
+_repos: dict[str, Repo] = {}
 
 
 def _repo_at_or_above(directory: str) -> Repo | None:
-    if directory in _repos:
-        return _repos[directory]
+    """Kept once found (while its `.git` is there); a directory outside any repository is walked
+    again each time (a few stats), so a `git init` later is seen without a restart."""
+    known = _repos.get(directory)
+    if known is not None and os.path.exists(os.path.join(known.root, ".git")):
+        return known
     found = None
     candidate = directory
     try:
@@ -88,9 +92,10 @@ def _repo_at_or_above(directory: str) -> Repo | None:
             candidate = parent
     except (OSError, ValueError):
         found = None
-    if len(_repos) > 4096:
-        _repos.clear()
-    _repos[directory] = found
+    if found is not None:
+        if len(_repos) > 4096:
+            _repos.clear()
+        _repos[directory] = found
     return found
 
 
@@ -174,13 +179,22 @@ class WorkTree:
         entry = self._entry(repo, rel, text=True)
         return entry[3] if entry else None
 
+    @staticmethod
+    def signature(repo: Repo, rel: str) -> tuple[int, int] | None:
+        """(mtime, size) of a regular file, or None: what says a kept blob id still holds."""
+        try:
+            stat = os.stat(repo.absolute(rel))
+        except (OSError, ValueError):
+            return None
+        return (stat.st_mtime_ns, stat.st_size) if S_ISREG(stat.st_mode) else None
+
     def _entry(self, repo: Repo, rel: str, *, text: bool):
         path = repo.absolute(rel)
         try:
             stat = os.stat(path)
         except (OSError, ValueError):
             return None
-        if not os.path.isfile(path) or stat.st_size > MAX_FILE_BYTES:
+        if not S_ISREG(stat.st_mode) or stat.st_size > MAX_FILE_BYTES:
             return None
         with self._lock:
             entry = self._files.get(path)
@@ -257,9 +271,17 @@ class History:
     commits: list[Commit]
     truncated: bool = False
 
+    _touched: dict[str, int] | None = field(default=None, repr=False)
+
     def commits_touching(self, path: str) -> int:
         """How many of these commits changed `path` (under that name, or renamed to or from it)."""
-        return sum(1 for c in self.commits if any(path in (old, new) for _, old, new in c.changes))
+        if self._touched is None:
+            touched: dict[str, int] = {}
+            for commit in self.commits:
+                for name in {p for _, old, new in commit.changes for p in (old, new) if p}:
+                    touched[name] = touched.get(name, 0) + 1
+            self._touched = touched
+        return self._touched.get(path, 0)
 
     def follow(self, path: str) -> str | None:
         """Where `path` is at `head` when these commits renamed it (a chain of renames followed), else None."""

@@ -38,10 +38,10 @@ def stored_refs(record: dict[str, Any]) -> list[CodeRef]:
     refs = []
     for item in (record.get("data") or {}).get("code") or []:
         if isinstance(item, dict) and isinstance(item.get("path"), str):
-            try:
-                refs.append(CodeRef.model_validate(item))
-            except ValueError:
-                continue
+            if all(isinstance(item.get(k), (str, type(None))) for k in ("blob", "head", "inserted")):
+                # Written by `to_data` and checked then: read without validating again (every briefing reads them).
+                refs.append(CodeRef.model_construct(path=item["path"], blob=item.get("blob"), head=item.get("head"),
+                                                    inserted=item.get("inserted")))  # fmt: skip
     return refs
 
 

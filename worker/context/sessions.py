@@ -13,6 +13,7 @@ import functools
 import re
 from typing import Any
 
+from memory_anchor.projects import relative
 from worker.context.layers import facts_of_types, when
 from worker.context.model import ContextRequest, Section
 from worker.context.staleness import mark, marks
@@ -27,12 +28,6 @@ ACTIVITY_LINES = 25
 
 def _known(text: str, facts: list[str]) -> bool:
     return any(text in fact for fact in facts)
-
-
-def relative(path: str, project: str | None) -> str:
-    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`)."""
-    root = (project or "").rstrip("/")
-    return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
 
 
 def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits: dict[str, str] | None = None) -> str:

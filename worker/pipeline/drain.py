@@ -211,6 +211,8 @@ class Pipeline:
         return not (settings.excluded_tools and is_excluded(tool, settings.excluded_tools))
 
     def _handle(self, event: InboxEvent, draft: Any) -> None:
+        if event.event == "PostToolUse" and draft is not None:
+            draft = self._observation_columns(event, draft)  # files read before the write lock is taken
         with self.services.db.transaction() as conn:
             session, written = self._write(conn, event, draft)
             if not self.services.shared_store:  # one database: the records and the done mark commit together
@@ -284,13 +286,11 @@ class Pipeline:
         )  # fmt: skip
         return {"record": record}
 
-    def on_tool_use(self, conn, event: InboxEvent, session: dict, draft) -> dict:
-        if draft is None:
+    def on_tool_use(self, conn, event: InboxEvent, session: dict, values: dict | None) -> dict:
+        """`values`: the observation's columns (`_observation_columns`), or None when nothing is kept."""
+        if values is None:
             return {}
-        from worker.pipeline.observations import observation_values
-
-        values = observation_values(draft, event.payload)
-        values["data"].update(self._code_data(event, session, {"kind": "observation", "data": values["data"]}))
+        values = dict(values)
         record = Records.put(
             conn, "observation", values.pop("text"), branch=session["branch"],
             actor=session.get("agent_id") or "claude-code", reason="captured",
@@ -301,13 +301,19 @@ class Pipeline:
         )  # fmt: skip
         return {"record": record}
 
-    def _code_data(self, event: InboxEvent, session: dict, record: dict) -> dict:
-        """The files the record is about as they are now ({"code", "code_head"}), read here in the
-        drain, never in a hook. An imported event is from long ago: the work tree is not what it saw."""
-        if event.origin == HISTORY:
-            return {}
-        cwd = event.payload.get("cwd") if isinstance(event.payload.get("cwd"), str) else session.get("cwd")
-        return self.services.codebase.record_data(record, project=session.get("project"), cwd=cwd, payload=event.payload)
+    def _observation_columns(self, event: InboxEvent, draft) -> dict[str, Any]:
+        """A distilled tool use's record columns, with the files it is about as they are now
+        ({"code", "code_head"} in `data`): read here in the drain, never in a hook, and before the
+        transaction, so the write lock the hooks' inbox shares is not held while files are read.
+        An imported event is from long ago: the work tree is not what it saw, so it keeps none."""
+        from worker.pipeline.observations import observation_values
+
+        values = observation_values(draft, event.payload)
+        cwd = event.payload.get("cwd")
+        if event.origin != HISTORY and isinstance(cwd, str):
+            record = {"kind": "observation", "data": values["data"]}
+            values["data"].update(self.services.codebase.record_data(record, project=None, cwd=cwd, payload=event.payload))
+        return values
 
     def on_stop(self, conn, event: InboxEvent, session: dict, summary) -> dict:
         if event.event == "SessionEnd":

@@ -7,9 +7,10 @@ import time
 import uuid
 from typing import Any
 
-from memory_anchor.projects import is_excluded, project_for_cwd
+from memory_anchor.projects import is_excluded, project_for_cwd, relative
 from memory_anchor.schemas.events import typed_by_person
 from worker.capture.inbox import HISTORY, InboxEvent
+from worker.memory.text import clip
 from worker.store.records import Records, resolve_view
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ class Sessions:
         data.update(self._code_data(conn, event, session, view, data))
         common = dict(
             branch=session["branch"], actor=session.get("agent_id") or "claude-code",
-            title=text.split("\n", 1)[0][:160], data=data, happened_at=event.received_at,
+            title=summary_title(summary, session["project"]) or text.split("\n", 1)[0][:160], data=data,
+            happened_at=event.received_at,
             source_id=f"inbox:{event.id}",
         )  # fmt: skip
         if Records.get(conn, record_id, view) is not None:
@@ -159,6 +161,16 @@ class Sessions:
                                      order="seq ASC", limit=500)  # fmt: skip
         return self.services.codebase.summary_data({"kind": "summary", "data": data}, edits,
                                                    project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
+
+
+def summary_title(summary, project: str | None) -> str:
+    """What a session was: what was asked and the files it changed, in one line of about 100 characters
+    (a search hit's index line shows the title that long: "how did we fix X?" is answered by the files)."""
+    files = [relative(f, project) for f in summary.files_changed]
+    if not summary.request or not files:
+        return ""
+    changed = ", ".join(files[:2]) + (f" (+{len(files) - 2})" if len(files) > 2 else "")
+    return f"{clip(summary.request, max(30, 89 - len(changed)))} → changed {changed}"[:160]
 
 
 def happened_at(event: InboxEvent) -> float:
