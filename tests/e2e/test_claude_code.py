@@ -170,9 +170,10 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
     assert not [o for o in kept if o["data"].get("tool_name", "").startswith(MCP_PREFIX)], kept
 
 
+@pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # 2.1.197's foreground agent: tests/test_hook_fields.py
 def test_a_subagents_tool_use_is_kept_with_its_agent_and_the_outcome_waits_for_it(machine, fake_api, marker):
-    """The model hands the marker command to a subagent: in the background on 2.1.332 (a first Stop
-    while it runs, then its notification's turn), in the foreground on 2.1.197."""
+    """The model hands the marker command to a subagent, which 2.1.332 runs in the background: a
+    first Stop comes while it works, then its notification's turn and the Stop after the work."""
     machine.run(DELEGATE_MARKER)
     client, observation = session_one_observation(machine, marker)
     assert observation["data"]["subagent"]["type"] == "general-purpose" and observation["data"]["subagent"]["id"]
