@@ -6,15 +6,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-slow test-stress bench bench-first-run e2e-deps clean help
+.PHONY: run test test-fast test-slow test-stress bench bench-first-run e2e-deps bump-claude-code clean help
 
 help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
 	@echo "make test         run the whole test suite (installs everything it needs)"
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
 	@echo "make test-stress  the suite RUNS times (default 5) in a row with every core kept busy"
-	@echo "make bench        run the benchmarks (spine, session, LoCoMo, multilingual, branches, scale, team, search, context) and print figures"
+	@echo "make bench        run the benchmarks (spine, session, LoCoMo, multilingual, branches, scale, team, search, context, staleness) and print figures"
 	@echo "make bench-first-run  time a new user's first run (plugin install to first observation; downloads from PyPI)"
+	@echo "make e2e-deps     install the two pinned Claude Code CLIs the end-to-end tests drive (oldest supported, newest)"
+	@echo "make bump-claude-code  move the newest pinned Claude Code to npm's latest release (package.json + lock)"
 	@echo "make clean        remove the virtual environment and caches"
 
 $(STAMP): pyproject.toml
@@ -26,8 +28,21 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/memory-anchor worker run
 
-e2e-deps:
-	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
+# The end-to-end tests drive two real Claude Code CLIs, each pinned in its own folder
+# (npm holds one version of a package per node_modules): the oldest the plugin
+# supports and the newest release. npm ci leaves node_modules/.package-lock.json,
+# so a pin is installed again only when its lock changed.
+CLAUDE_CODE_PINS := tests/e2e/cli/oldest tests/e2e/cli/newest
+
+e2e-deps: $(addsuffix /node_modules/.package-lock.json,$(CLAUDE_CODE_PINS))
+
+tests/e2e/cli/%/node_modules/.package-lock.json: tests/e2e/cli/%/package-lock.json tests/e2e/cli/%/package.json
+	cd tests/e2e/cli/$* && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+bump-claude-code:
+	cd tests/e2e/cli/newest && npm install --save-exact --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@latest
+	tests/e2e/cli/newest/node_modules/.bin/claude --version
 
 test: $(STAMP) e2e-deps
 	$(PY) -m pytest -q
@@ -52,9 +67,10 @@ bench: $(STAMP) e2e-deps
 	$(VENV)/bin/memory-anchor bench team --n 20000
 	$(VENV)/bin/memory-anchor bench search --n 20000
 	$(VENV)/bin/memory-anchor bench context
+	$(VENV)/bin/memory-anchor bench staleness
 
 bench-first-run: $(STAMP) e2e-deps
 	$(PY) -m tests.e2e.bench_first_run --cache both
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis tests/e2e/node_modules
+	rm -rf $(VENV) .pytest_cache .hypothesis tests/e2e/node_modules tests/e2e/cli/*/node_modules

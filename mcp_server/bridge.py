@@ -29,8 +29,9 @@ from memory_anchor.hookkit import jsonlite, wire
 
 # Claude Code may not pass CLAUDE_PLUGIN_DATA to MCP servers; .mcp.json forwards it under this name.
 PLUGIN_DATA_VAR = "MEMORY_ANCHOR_PLUGIN_DATA"
-# Seconds. Claude Code gives a server about 30 s to answer `initialize`: long
-# enough for a first-run environment build to finish if it is nearly done.
+# Seconds. Claude Code gives a server about 30 s to answer `initialize` (or the
+# `server/discover` probe): long enough for a first-run environment build to
+# finish if it is nearly done.
 FIRST_CONNECT_WAIT = 20.0
 # Reconnecting after the worker went away: a worker restart takes a few seconds.
 RECONNECT_WAIT = 15.0
@@ -40,6 +41,7 @@ WELCOME_TIMEOUT = 5.0
 # own REST calls time out at 30 s).
 REQUEST_TIMEOUT = 120.0
 REPLAY_ID_PREFIX = "memory-anchor-bridge-replay-"
+OPENING_METHODS = ("initialize", "server/discover")
 # JSON-RPC error codes: the server could not be reached / did not answer.
 UNREACHABLE = -32000
 TIMED_OUT = -32001
@@ -258,6 +260,9 @@ class Bridge:
         except ValueError:
             message = None
         is_request = isinstance(message, dict) and "method" in message and "id" in message
+        # A session opens with `initialize` (protocol up to 2025-11-25) or, from Claude Code 2.1.292,
+        # with a `server/discover` probe (2026-07-28, stateless: nothing to replay on reconnect).
+        opens = is_request and message.get("method") in OPENING_METHODS
         is_initialize = is_request and message.get("method") == "initialize"
         if is_initialize:
             self.initialize = message
@@ -267,9 +272,9 @@ class Bridge:
         for _attempt in (1, 2):
             connection = self.connection
             if connection is None:
-                wait = FIRST_CONNECT_WAIT if is_initialize else RECONNECT_WAIT
+                wait = FIRST_CONNECT_WAIT if opens else RECONNECT_WAIT
                 try:
-                    connection = self.reconnect(wait, replay=not is_initialize, current=line)
+                    connection = self.reconnect(wait, replay=not opens, current=line)
                 except (BridgeError, OSError) as exc:  # OSError: the worker went away during the replay
                     if key is not None:
                         with self.lock:

@@ -33,9 +33,24 @@ def title(rec: RecordOut) -> str:
     return shorten(rec.title or rec.memory or "(untitled)", TITLE_CHARS)
 
 
+def code_mark(rec: RecordOut) -> str:
+    """' | STALE: app/cart.py changed since, 3 commits' for a memory whose code moved on, else ''."""
+    if rec.freshness is None or not rec.freshness.stale:
+        return ""
+    return f" | STALE ({rec.freshness.state}): {rec.freshness.detail}"
+
+
+def by(rec: RecordOut) -> str:
+    """" | by subagent <type>" for a subagent's tool use (the model should know whose work it was)."""
+    subagent = rec.data.get("subagent")
+    if not isinstance(subagent, dict):
+        return ""
+    return f" | by subagent {subagent.get('type') or subagent.get('id')}"
+
+
 def index_line(rec: RecordOut) -> str:
     score = f" | score {rec.score:.2f}" if rec.score is not None else ""
-    return f"- {rec.id} | {when(rec)} | {label(rec)} | {title(rec)}{score}"
+    return f"- {rec.id} | {when(rec)} | {label(rec)}{by(rec)} | {title(rec)}{score}{code_mark(rec)}"
 
 
 def text_line(rec: RecordOut) -> str:
@@ -56,6 +71,8 @@ def detail(rec: RecordOut) -> str:
         "branch": rec.branch,
         "version": rec.version,
         "confidence": rec.confidence,
+        "code": f"{rec.freshness.state}" + (f": {rec.freshness.detail}" if rec.freshness.detail else "")
+        if rec.freshness is not None and rec.freshness.state != "unknown" else None,
     }
     lines += [f"{key}: {value}" for key, value in meta.items() if value not in (None, "")]
     if rec.memory:

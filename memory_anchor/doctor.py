@@ -7,8 +7,9 @@ plugin's environment:
 
 and as `memory-anchor doctor` once the environment exists. Standard library
 only (the hooks' modules). Checks the interpreter, the environment, the
-worker, the data dir and free disk, the embedder and the Claude route; each
-problem is printed with the command that fixes it. Exit status 1 when
+worker, the data dir and free disk, the embedder, the Claude route, the
+Claude Code version (memory_anchor/claude_code.py) and another enabled plugin
+of the same name (Claude Code then leaves one's hooks out); each problem is printed with the command that fixes it. Exit status 1 when
 something is broken.
 """
 
@@ -21,7 +22,7 @@ if __name__ == "__main__":  # run as a file: make the plugin's packages importab
     _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path[:] = [_ROOT] + [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
-from memory_anchor import paths  # noqa: E402
+from memory_anchor import claude_code, paths  # noqa: E402
 from memory_anchor.hookkit import launcher, pythons, spool, status, wire  # noqa: E402
 
 # Below this much free space the environment (about 500 MB) or the data cannot grow.
@@ -244,6 +245,32 @@ def check_claude_route(report: Report) -> None:
                 "(works, lower quality); set ANTHROPIC_API_KEY for better summaries")  # fmt: skip
 
 
+def check_claude_code(report: Report) -> None:
+    """The `claude` on PATH is a version the plugin supports, and no other enabled plugin takes its name."""
+    import shutil
+
+    claude = shutil.which("claude")
+    version = claude_code.installed_version(claude) if claude else None
+    supported = f"supported: {claude_code.OLDEST_SUPPORTED} and later"
+    if claude is None:
+        report.info("claude code", f"no `claude` on PATH: its version is not checked ({supported})")
+    elif version is None:
+        report.info("claude code", f"`{claude} --version` gave no version ({supported})")
+    elif not claude_code.is_supported(version):
+        report.problem("claude code", f"Claude Code {version} ({claude}) is older than the oldest this plugin supports "
+                       f"({claude_code.OLDEST_SUPPORTED}): hooks may get payloads it cannot read",
+                       "update Claude Code: claude update")  # fmt: skip
+    else:
+        report.ok("claude code", f"Claude Code {version} ({claude}; {supported})")
+    same_name = claude_code.enabled_plugins_named(claude_code.PLUGIN_NAME, claude_code.config_dir())
+    if len(same_name) > 1:
+        others = ", ".join(same_name[1:])
+        report.problem("claude code", f"{len(same_name)} enabled plugins are named {claude_code.PLUGIN_NAME}: "
+                       f"{', '.join(same_name)}; Claude Code runs the hooks of the first only ({same_name[0]})",
+                       f"keep one: claude plugin disable <the others> (here: {others}), or disable {same_name[0]} "
+                       "if it is not Memory Anchor")  # fmt: skip
+
+
 def run(data_dir: str | None = None, out=None) -> int:
     report = Report(out)
     root = plugin_root()
@@ -255,6 +282,7 @@ def run(data_dir: str | None = None, out=None) -> int:
     check_worker(report, root, data_dir, python)
     check_embedder(report, root, python, data_dir)
     check_claude_route(report)
+    check_claude_code(report)
     report.out.write("all good\n" if not report.problems else f"{report.problems} problem(s) found\n")
     return 1 if report.problems else 0
 

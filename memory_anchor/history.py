@@ -33,6 +33,7 @@ class ImportReport:
     accepted: int = 0
     duplicates: int = 0
     skipped_sessions: list[str] = field(default_factory=list)
+    not_transcripts: list[tuple[str, str]] = field(default_factory=list)  # (file, why it is not a transcript)
     refused: list[str] = field(default_factory=list)
     sent_seconds: float = 0.0
     processed_seconds: float = 0.0
@@ -82,8 +83,10 @@ def import_history(client, sources: list[Path], *, claude: bool = False, wait_in
     from worker.capture.history import session_events, session_files
 
     say = progress or (lambda text, final=False: None)
-    files = [f for source in sources for f in session_files(Path(source))]
+    found = [session_files(Path(source)) for source in sources]
+    files = [f for sessions in found for f in sessions.files]
     report = ImportReport(sessions=len(files))
+    report.not_transcripts = [(str(path), why) for sessions in found for path, why in sessions.skipped]
     started = time.monotonic()
     batch: list[dict[str, Any]] = []
     size = 0

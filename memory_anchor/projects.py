@@ -56,9 +56,18 @@ def remote_name(root: str) -> str | None:
 
 
 def _git_config_path(root: str) -> str | None:
+    dirs = git_dirs(root)
+    return os.path.join(dirs[1], "config") if dirs else None
+
+
+def git_dirs(root: str) -> tuple[str, str] | None:
+    """(the git dir, the common dir) of the work tree at `root`, or None when it has neither.
+
+    A worktree's or submodule's `.git` is a file naming its git dir; a worktree's git dir names
+    the dir it shares with the main checkout in `commondir` (branches, packed refs, the config)."""
     dot_git = os.path.join(root, ".git")
     if os.path.isdir(dot_git):
-        return os.path.join(dot_git, "config")
+        return dot_git, dot_git
     try:
         with open(dot_git, encoding="utf-8", errors="replace") as handle:
             first = handle.readline().strip()
@@ -66,13 +75,12 @@ def _git_config_path(root: str) -> str | None:
         return None
     if not first.startswith("gitdir:"):
         return None
-    git_dir = os.path.join(root, first[len("gitdir:"):].strip())
+    git_dir = os.path.normpath(os.path.join(root, first[len("gitdir:"):].strip()))
     try:
         with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="replace") as handle:
-            git_dir = os.path.join(git_dir, handle.read().strip())
+            return git_dir, os.path.normpath(os.path.join(git_dir, handle.read().strip()))
     except OSError:
-        pass  # a submodule's git dir holds its own config
-    return os.path.join(git_dir, "config")
+        return git_dir, git_dir  # a submodule's git dir holds its own config
 
 
 def _origin_url(config_path: str | None) -> str | None:
@@ -114,6 +122,12 @@ def _normalise_remote(url: str) -> str | None:
         path = path[: -len(".git")]
     name = "/".join(part for part in (host, path) if part)
     return name or None
+
+
+def relative(path: str, project: str | None) -> str:
+    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`)."""
+    root = (project or "").rstrip("/")
+    return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
 
 
 def project_key(project: str) -> str:

@@ -65,6 +65,9 @@ class Settings(BaseModel):
         500, description="Of the context budget, at most this many tokens of recent events (seed 002 §5.2)."
     )
     prompt_recall: bool = Field(True, description="Add relevant memories to each prompt.")
+    code_checks: bool = Field(
+        True, description="Check memories against the git working tree when they are shown (marks, demoted facts, "
+        "next steps closed by commits); off, memories are shown as they were written.")  # fmt: skip
     prompt_recall_threshold: float = Field(
         0.55, description="Minimum score for a memory to be added to a prompt."
     )

@@ -17,7 +17,7 @@ import pytest
 
 from memory_anchor.settings import Settings
 from tests.conftest import tool_use_event
-from tests.e2e.harness import claude_or_skip
+from tests.e2e.harness import claude_or_skip, pinned_cli
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_reply, json_reply
 from worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
 from worker.pipeline.compress import claude as prompts
@@ -82,7 +82,7 @@ def test_without_a_key_the_worker_distils_through_the_claude_code_login(claude_b
     client = cli_client(db, claude_bin, llm_model="claude-haiku-4-5")
     assert client.route.name == "cli"
     assert client.route.reason == (
-        f"no ANTHROPIC_API_KEY; Claude Code CLI 2.1.197 at {claude_bin} (the claude_cli_path setting), "
+        f"no ANTHROPIC_API_KEY; Claude Code CLI {pinned_cli('newest').version} at {claude_bin} (the claude_cli_path setting), "
         "logged in via api_key_helper"
     )
 

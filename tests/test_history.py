@@ -35,7 +35,7 @@ def received(version: str) -> list[dict]:
 
 
 def imported(version: str) -> list[dict]:
-    [path] = session_files(FIXTURES / version)
+    [path] = session_files(FIXTURES / version).files
     return [e.payload | {"_at": e.at, "_id": e.event_id} for e in session_events(path)]
 
 
@@ -170,4 +170,26 @@ def test_claude_codes_folder_for_a_project(tmp_path, monkeypatch):
     folder.mkdir(parents=True)
     shutil.copy(next((FIXTURES / "2.1.197").glob("*.jsonl")), folder / "a.jsonl")
     assert history_dirs(str(project)) == [folder]
-    assert session_files(folder) == [folder / "a.jsonl"]
+    assert session_files(folder).files == [folder / "a.jsonl"]
+
+
+def test_only_claude_code_transcripts_are_sessions(tmp_path):
+    """A folder of transcripts may hold other .jsonl files (the replay benchmark's probes.jsonl,
+    a tool's log): they are skipped, each with its reason, never imported as a session."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    transcript = folder / "58951dce-fe9a-4328-bb9c-9f166ee8011b.jsonl"
+    shutil.copy(next((FIXTURES / "2.1.197").glob("*.jsonl")), transcript)
+    (folder / "probes.jsonl").write_text(json.dumps({"session_id": "s1", "title": "Fix the admin"}) + "\n")
+    (folder / "empty.jsonl").write_text("")
+    (folder / "notes.jsonl").write_text("not json\n[1, 2]\n")
+    # Only Claude Code's bookkeeping, no conversation: nothing to import.
+    (folder / "summary-only.jsonl").write_text(json.dumps({"type": "summary", "summary": "x", "leafUuid": "u1"}) + "\n")
+    found = session_files(folder)
+    assert found.files == [transcript]
+    assert dict((p.name, why) for p, why in found.skipped) == {
+        "empty.jsonl": "empty",
+        "notes.jsonl": "not JSON Lines of objects",
+        "probes.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
+        "summary-only.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
+    }

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from uuid import NAMESPACE_URL, uuid5
 
 import pytest
 
@@ -162,10 +164,121 @@ def test_the_default_is_this_projects_claude_code_folder(worker, tmp_path):
     assert "-work-my-app-x" in missing.stderr  # where Claude Code would keep it
     folder = tmp_path / "home" / ".claude" / "projects" / str(project).replace("/", "-").replace(".", "-").replace("_", "-")
     shutil.copytree(history(tmp_path, "2.1.197"), folder)
+    (folder / "probes.jsonl").write_text('{"session_id": "s1", "title": "not a session"}\n')  # another tool's file
     found = run()
     assert found.returncode == 0, found.stderr
     assert "imported 1 sessions" in found.stdout
+    assert "skipped 1 files that are not Claude Code transcripts: probes.jsonl: not a Claude Code transcript" in found.stdout
 
 
 def _epoch(value) -> float:
     return value if isinstance(value, (int, float)) else datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+def _session_start(worker, transcript_path: Path, source: str = "startup") -> dict:
+    """The real SessionStart hook, as Claude Code runs it for a session whose transcript is `transcript_path`."""
+    from tests.test_hooks import hook_env, run_hook
+
+    payload = {"hook_event_name": "SessionStart", "session_id": transcript_path.stem, "source": source,
+               "transcript_path": str(transcript_path), "cwd": "/tmp/b_cc/run197/my.project_x"}  # fmt: skip
+    done = run_hook("SessionStart", payload, hook_env(worker.data_dir), timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_new_session_offers_the_projects_earlier_sessions_once(worker, tmp_path):
+    """A project with Claude Code history: the first session's briefing (and the user) hear in one line that
+    its earlier sessions can be imported and how; once they are, the line is gone. Other sessions do not count."""
+    folder = history(tmp_path)  # two earlier sessions, as Claude Code keeps a project's
+    (folder / "probes.jsonl").write_text("{}\n")  # not a session
+    current = folder / "0b9c1a52-3d1e-4a43-9c55-1c4a6b8e2f10.jsonl"  # this session's own transcript, being written
+    first = _session_start(worker, current)
+    context = first["hookSpecificOutput"]["additionalContext"]
+    offer = ("Memory Anchor: 2 earlier Claude Code sessions of this project can be imported into memory (locally, no "
+             "Claude tokens): run `memory-anchor import-history` in the project's folder, or "
+             "`memory-anchor import-history --dismiss` to stop this note.")  # fmt: skip
+    assert context.endswith("\n\n" + offer) and context.count("import-history") == 2
+    assert first["systemMessage"] == offer  # the user is the one to run it
+    compacted = _session_start(worker, current, source="compact")  # said when a session starts, not after compaction
+    assert "systemMessage" not in compacted and "import-history" not in compacted["hookSpecificOutput"]["additionalContext"]
+
+    done = cli(worker, "import-history", str(folder))
+    assert done.returncode == 0, done.stderr
+    worker.wait_idle()
+    after = _session_start(worker, current)
+    assert "import-history" not in after["hookSpecificOutput"]["additionalContext"] and "systemMessage" not in after
+
+
+def test_dismissing_the_offer_stops_it_and_imports_nothing(worker, tmp_path):
+    folder = history(tmp_path, "2.1.332")
+    current = folder / "0b9c1a52-3d1e-4a43-9c55-1c4a6b8e2f10.jsonl"
+    assert "1 earlier Claude Code session of" in _session_start(worker, current)["systemMessage"]
+    done = cli(worker, "import-history", "--dismiss", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert "no longer offer" in done.stdout
+    after = _session_start(worker, current)
+    assert "systemMessage" not in after and "import-history" not in after["hookSpecificOutput"]["additionalContext"]
+    assert records(worker, "prompt") == []  # dismissed, not imported
+
+
+# --- forgetting survives a re-import ------------------------------------------------------------------------
+
+RULE = "From now on always keep the notes in notes.txt, one per line."
+
+
+def with_a_rule(tmp_path: Path) -> Path:
+    """The 2.1.197 session the real CLI wrote, with one prompt reworded into a standing instruction."""
+    folder = history(tmp_path, "2.1.197")
+    [transcript] = folder.glob("*.jsonl")
+    text = transcript.read_text()
+    assert text.count('"text":"read the notes"') == 1
+    transcript.write_text(text.replace('"text":"read the notes"', f'"text":{json.dumps(RULE)}'))
+    return folder
+
+
+def as_another_session(folder: Path, tmp_path: Path) -> Path:
+    """The same conversation in another session's transcript (new session id, new line ids), as a copy of
+    the history would be: its events are new to the inbox, so the same words are distilled again."""
+    [transcript] = folder.glob("*.jsonl")
+    text = transcript.read_text()
+    new_id = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"
+    for uuid in set(re.findall(r'"(?:uuid|parentUuid)":"([0-9a-f-]{36})"', text)):
+        text = text.replace(uuid, str(uuid5(NAMESPACE_URL, uuid)))
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / f"{new_id}.jsonl").write_text(text.replace(transcript.stem, new_id))
+    return copy
+
+
+def test_what_was_forgotten_stays_forgotten_when_the_history_is_imported_again(worker, tmp_path):
+    folder = with_a_rule(tmp_path)
+    assert cli(worker, "import-history", str(folder), "--wait").returncode == 0
+    project = worker.get("/api/v1/sessions?limit=1")["results"][0]["project"]
+    text = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+    rule = re.search(r"- rule: From now on always keep the notes in notes\.txt.*\(fact ([0-9a-f]{8})\)", text).group(1)
+    cause = re.search(r"- missing\.txt was never created.*\(fact ([0-9a-f]{8})", text).group(1)
+    step = re.search(r"- create missing\.txt \(step (\d+),", text).group(1)
+
+    done = cli(worker, "forget", f"fact {rule}", f"fact {cause}", f"step {step}", "--reason", "not so")
+    assert done.returncode == 0, done.stderr
+    gone = ("keep the notes in notes.txt", "missing.txt was never created", "create missing.txt")
+
+    def shown() -> list[str]:
+        briefing = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+        recalled = worker.post("/api/v1/recall", {"prompt": "Where do we keep notes, and what about missing.txt?",
+                                                  "project": project})["context"]  # fmt: skip
+        steps = json.dumps(worker.get(f"/api/v1/next-steps?project={project}")["results"])
+        facts = json.dumps(worker.get(f"/api/v1/facts?project={project}&status=active,pending")["results"])
+        return [words for words in gone for where in (briefing, recalled, steps, facts) if words in where]
+
+    assert shown() == []
+    again = cli(worker, "--json", "import-history", str(folder), "--wait")  # the same files: nothing new
+    assert again.returncode == 0 and json.loads(again.stdout)["accepted"] == 0
+    assert shown() == []
+    copy = cli(worker, "--json", "import-history", str(as_another_session(folder, tmp_path)), "--wait")
+    assert copy.returncode == 0 and json.loads(copy.stdout)["accepted"] > 0, copy.stderr
+    worker.wait_idle()
+    # The same words distilled again, locally: the prompt and Claude's last message, in a session of their own...
+    assert RULE in [p["memory"] for p in records(worker, "prompt", "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b")]
+    assert len(worker.get(f"/api/v1/summaries?project={project}")["results"]) == 2
+    assert shown() == []  # ...and what was forgotten did not come back

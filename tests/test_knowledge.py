@@ -61,6 +61,14 @@ def test_labels_inside_a_paragraph_are_not_kept_in_the_outcome():
     assert outcome.next_steps == ["add a cache-reset fixture"]
 
 
+def test_a_line_that_starts_with_a_label_ends_at_the_next_label():
+    # Claude's last message in the transcript the real CLI wrote (tests/fixtures/transcripts/2.1.197)
+    outcome = session_outcome("Root cause: missing.txt was never created. Next step: create missing.txt.")
+    assert outcome.root_causes == ["missing.txt was never created"] and outcome.next_steps == ["create missing.txt"]
+    kept = session_outcome("Root cause: the cache key ignored the locale. The fix is in app/cache.py.")
+    assert kept.root_causes == ["the cache key ignored the locale. The fix is in app/cache.py"] and not kept.next_steps
+
+
 @pytest.mark.parametrize("message, cause, step", [
     ("根本原因：缓存的 TTL 设置成了 0。\n下一步：给 Redis 加上监控。", "缓存的 TTL 设置成了 0", "给 Redis 加上监控"),
     ("原因は接続プールの上限でした。残タスク：負荷テストの追加。", "原因は接続プールの上限でした", "負荷テストの追加"),

@@ -14,7 +14,7 @@ WORKER = ROOT / "worker"
 # Bottom to top. A module may import its own package and any layer below its own.
 LAYERS = [
     {"store", "lifecycle"},
-    {"capture", "index", "llm"},
+    {"capture", "index", "llm", "codebase"},
     {"memory"},
     {"branching"},
     {"context", "pipeline"},

@@ -12,10 +12,12 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -42,8 +44,23 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_the_session_survives_a_worker_restart(tmp_path):
-    """The bridge reconnects after a restart, starting the worker itself as the hooks would."""
+async def _open(client: ClientSession, protocol: str) -> None:
+    """Open the session as a client of that protocol does: Claude Code 2.1.292+ probes
+    `server/discover` (2026-07-28, stateless); older clients shake hands with `initialize`."""
+    if protocol == MODERN:
+        await client.discover()
+    else:
+        await client.initialize()
+    assert client.protocol_version == protocol
+
+
+MODERN, HANDSHAKE = "2026-07-28", "2025-11-25"
+
+
+@pytest.mark.parametrize("protocol", [HANDSHAKE, MODERN])
+def test_the_session_survives_a_worker_restart(tmp_path, protocol):
+    """The bridge reconnects after a restart, starting the worker itself as the hooks would;
+    a handshake session has its `initialize` replayed, a 2026-07-28 one needs none."""
     data_dir = tmp_path / "data"
     first = start_worker(data_dir)
     env = _env(data_dir, MEMORY_ANCHOR_PYTHON=sys.executable)  # lets the bridge start a worker as the hooks would
@@ -51,7 +68,7 @@ def test_the_session_survives_a_worker_restart(tmp_path):
     async def session():
         async with stdio_client(_bridge(env)) as (read, write):
             async with ClientSession(read, write) as client:
-                await client.initialize()
+                await _open(client, protocol)
                 await client.call_tool("memory_write_fact", {"fact_text": "The deploy script lives in ops/deploy.sh"})
                 before = await client.call_tool("memory_search", {"query": "deploy script"})
                 first.stop()  # the worker goes away between two calls
@@ -135,3 +152,35 @@ def test_a_worker_that_stops_answering_gets_a_timeout_error(tmp_path):
 
     error = asyncio.run(asyncio.wait_for(session(), 60))
     assert error is not None and "did not answer within 1 s" in str(error)
+
+
+def test_an_older_client_gets_its_own_protocol_version(tmp_path):
+    """A client asking 2025-03-26 (raw JSON-RPC, as an older Claude Code) is answered in it, and lists and calls tools."""
+    worker = start_worker(tmp_path / "data")
+    try:
+        lines = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "deploy"}}},
+        ]  # fmt: skip
+        bridge = _bridge(_env(worker.data_dir))
+        process = subprocess.Popen([bridge.command, *bridge.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   env=bridge.env, cwd=bridge.cwd, text=True)  # fmt: skip
+        answers = {}
+        try:
+            for message in lines:
+                process.stdin.write(json.dumps(message) + "\n")
+                process.stdin.flush()
+                if "id" in message:  # the bridge's own waits are bounded, so readline returns
+                    answer = json.loads(process.stdout.readline())
+                    answers[answer["id"]] = answer
+        finally:
+            process.stdin.close()
+            process.wait(timeout=30)
+        assert answers[1]["result"]["protocolVersion"] == "2025-03-26"
+        assert "memory_search" in {t["name"] for t in answers[2]["result"]["tools"]}
+        assert answers[3]["result"]["isError"] is False
+    finally:
+        worker.stop()

@@ -11,13 +11,15 @@ from memory_anchor.projects import project_for_cwd
 from memory_anchor.schemas.observations import SessionSummaryDraft
 from memory_anchor.settings import Settings
 from worker.capture.inbox import InboxEvent
+from worker.codebase.service import Codebase
 from worker.pipeline.sessions import Sessions, summary_id
 from worker.store.records import Records, resolve_view
 
 
 @pytest.fixture
 def tracker():
-    return Sessions(SimpleNamespace(settings=Settings(), shared_store=False, project_for_cwd=project_for_cwd))
+    return Sessions(SimpleNamespace(settings=Settings(), shared_store=False, project_for_cwd=project_for_cwd,
+                                    codebase=Codebase()))  # fmt: skip
 
 
 def event(name: str, session_id: str = "s1", **payload) -> InboxEvent:

@@ -339,3 +339,35 @@ def test_an_open_stream_does_not_hold_up_the_worker_stopping(worker):
     rest = response.read()  # the stream ends with the worker
     assert b"event: record" not in rest
     conn.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_a_memory_whose_file_is_gone_wears_a_badge_in_a_browser(shared_worker, tmp_path: Path):
+    """Issue 27: the timeline shows, on the card of a memory about code, what happened to its file since."""
+    from memory_anchor.bench.gitrepo import GitRepo
+    from tests.browser import Browser
+
+    repo = GitRepo(tmp_path / "shop")
+    files = {"config/settings.toml": "tax_rate = 0.2\n", "README.md": "# Shop\nRun make.\n"}
+    repo.commit("Start", files=files)
+    root = str(repo.root.resolve())
+    for n, (path, content) in enumerate(files.items()):
+        full = f"{root}/{path}"
+        shared_worker.post("/api/v1/events", {
+            "session_id": "s-viewer-code", "transcript_path": "/tmp/.claude/projects/x/s-viewer-code.jsonl",
+            "cwd": root, "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": f"toolu_viewer_code_{n}",
+            "tool_input": {"file_path": full}, "tool_response": {"type": "text", "file": {"filePath": full, "content": content}},
+        }, expect=202)  # fmt: skip
+    shared_worker.wait_idle()
+    repo.commit("Settings move into pyproject", files={"config/settings.toml": None})
+
+    with Browser(CHROMIUM, tmp_path / "profile") as browser:
+        browser.open(f"{shared_worker.url}/?token={shared_worker.token}")
+        browser.open(f"{shared_worker.url}/?project={root}#timeline")
+        browser.wait_for("document.querySelectorAll('.badge.stale').length > 0")
+        cards = browser.evaluate(
+            "[...document.querySelectorAll('li.card.record')].map(c => [c.querySelector('.headline').textContent, "
+            "[...c.querySelectorAll('.badge.stale')].map(b => b.textContent)])"
+        )  # fmt: skip
+    marks = {("settings" if "settings.toml" in headline else "readme"): badges for headline, badges in cards}
+    assert marks == {"settings": ["config/settings.toml deleted since"], "readme": []}

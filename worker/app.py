@@ -22,7 +22,7 @@ from memory_anchor.version import __version__
 from memory_anchor.settings import SettingsError, load_settings
 from worker import lifecycle
 from worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
-from worker.api import corrections, live, mem0_platform, memory_model
+from worker.api import corrections, live, mem0_platform, memory_model, verify
 from worker.api.hosts import allowed_hosts, host_middleware
 from worker.api.mcp_endpoint import McpEndpoint
 from worker.api.middleware import auth_middleware, error_middleware
@@ -50,6 +50,7 @@ ROUTE_TABLES = [
     corrections.routes,
     mem0_platform.routes,
     live.routes,
+    verify.routes,
 ]
 
 
@@ -110,9 +111,11 @@ async def _pipeline_ctx(app: web.Application):
     maintenance = asyncio.create_task(_memory_maintenance(services), name="memory-maintenance")
     task = asyncio.create_task(pipeline.run(), name="pipeline")
     warm = asyncio.create_task(_warm_up(services), name="warm-up")
+    code_watch = asyncio.create_task(_code_watch(services), name="code-watch")
     yield
     pipeline.stop()
     warm.cancel()
+    code_watch.cancel()
     maintenance.cancel()
     try:
         await asyncio.wait_for(task, timeout=10)
@@ -128,6 +131,17 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
         except Exception:
             log.exception("memory maintenance failed; will retry")
         await asyncio.sleep(every_seconds)
+
+
+async def _code_watch(services: Services, every_seconds: float = 5.0) -> None:
+    """When a repository's HEAD moves (a commit between sessions), ask git on the pipeline's thread
+    what the next SessionStart's staleness marks will need (worker/codebase/service.py: warm)."""
+    while True:
+        await asyncio.sleep(every_seconds)
+        try:
+            await services.run_background(services.codebase.warm)
+        except Exception:
+            log.exception("warming the code history failed; the next check asks git itself")
 
 
 async def _warm_up(services: Services) -> None:

@@ -111,6 +111,13 @@ class Services:
 
         return MemoryModel.for_services(self)
 
+    @cached_property
+    def codebase(self):
+        """The code memories are about (issue 27): refs kept when records are written, marks when shown."""
+        from worker.codebase.service import Codebase
+
+        return Codebase()
+
     @property
     def facts(self):
         """Fact management for the mem0 API's `infer: true` path (add_from_messages)."""
@@ -201,10 +208,17 @@ class Services:
         return {"backend": "postgresql", "url": self.db.shown_url, "reachable": reason is None, "reason": reason}
 
     def session_branch(self, session_id: str | None) -> str | None:
-        """The branch a known session writes to, or None."""
+        """The branch a known session writes to, or None.
+
+        A session is known from its first processed event, or earlier from the
+        branch chosen for it (a fork the SessionStart hook announced, a switch).
+        """
         if not session_id:
             return None
-        row = self.db.reader().execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        conn = self.db.reader()
+        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            row = conn.execute("SELECT branch FROM session_branches WHERE session_id = ?", (session_id,)).fetchone()
         return row["branch"] if row else None
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:

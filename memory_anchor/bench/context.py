@@ -208,18 +208,26 @@ class Run:
             return out.stdout
 
     def next_context(self, project: str, via: str = "hooks") -> str:
+        return self.context_at(self.cwd(project), via)
+
+    def context_at(self, cwd: str, via: str = "hooks") -> str:
+        """The next session's briefing in `cwd`."""
         sid = f"next-{uuid.uuid4().hex[:6]}"
         if via == "api":  # what the hook prints, without its time limit (a loaded CI machine)
-            return self.client.get("/api/v1/context", cwd=self.cwd(project), source="startup")["context"]
-        return self.hook("session_start", {"hook_event_name": "SessionStart", "session_id": sid, "cwd": self.cwd(project),
+            return self.client.get("/api/v1/context", cwd=cwd, source="startup")["context"]
+        return self.hook("session_start", {"hook_event_name": "SessionStart", "session_id": sid, "cwd": cwd,
                                            "source": "startup", "transcript_path": str(self.work / f"{sid}.jsonl")})  # fmt: skip
 
     def recall(self, project: str, prompt: str, via: str = "hooks") -> str:
+        return self.recall_at(self.cwd(project), prompt, via)
+
+    def recall_at(self, cwd: str, prompt: str, via: str = "hooks") -> str:
+        """What recall adds to `prompt` typed in `cwd`."""
         sid = f"probe-{uuid.uuid4().hex[:6]}"
         if via == "api":
-            return self.client.post("/api/v1/recall", {"prompt": prompt, "cwd": self.cwd(project), "session_id": sid})["context"]
+            return self.client.post("/api/v1/recall", {"prompt": prompt, "cwd": cwd, "session_id": sid})["context"]
         return self.hook("user_prompt_submit", {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": prompt,
-                                                "cwd": self.cwd(project), "transcript_path": str(self.work / f"{sid}.jsonl")})  # fmt: skip
+                                                "cwd": cwd, "transcript_path": str(self.work / f"{sid}.jsonl")})  # fmt: skip
 
 
 # --- measuring ------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context|staleness|replay`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ BENCHES = {
     "team": "three workers on one PostgreSQL: write throughput, visibility lag, filtered search, nothing lost while down; SQLite beside it",
     "search": "keyword and hybrid search in process at N memories, with and without filters: SQLite beside PostgreSQL",
     "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
+    "replay": "a folder of real transcripts imported: the rules briefed and their sources, next steps, facts, "
+    "recall and search naming the changed files, briefing size, import time, worker RSS",
+    "staleness": "memories about code after scripted git histories: stale marked, fresh wrongly marked, next steps "
+                 "closed by commits, time added to SessionStart",
 }
 
 
@@ -124,6 +128,29 @@ def register(sub) -> None:
                          help="read context and recall through the real hook commands, or the endpoints they call")  # fmt: skip
     context.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dirs here")
     context.set_defaults(handler=_runner("context"))
+
+    replay = which.add_parser(
+        "replay", help=BENCHES["replay"],
+        description="Imports the folder's Claude Code transcripts (memory-anchor import-history) into a real worker on a "
+        "throw-away data dir, then prints what the next briefing, per-prompt recall and the MCP search give; sessions "
+        "in the folder's probes.jsonl are asked how their issue was fixed (e.g. ../shared/bench/replay/django).",
+    )  # fmt: skip
+    replay.add_argument("dir", type=Path, help="a folder of transcripts (and its probes.jsonl)")
+    replay.add_argument("--claude", action="store_true",
+                        help="distil through Claude (your route and daily token budget; spends your allowance)")
+    replay.add_argument("--quick", type=int, default=None, metavar="N", help="only the last N sessions")
+    replay.add_argument("--via", choices=["api", "hooks"], default="api",
+                        help="read briefing and recall from the endpoints the hooks call (default), or the real hooks")
+    replay.add_argument("--show-briefing", action="store_true", help="print the whole briefing")
+    replay.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    replay.set_defaults(handler=_runner("replay"))
+
+    staleness = which.add_parser("staleness", help=BENCHES["staleness"])
+    staleness.add_argument("--quick", action="store_true", help="two scripted histories and fewer timed builds (the test's form)")
+    staleness.add_argument("--projects", type=int, default=None, help="scripted histories (default 6; 2 with --quick)")
+    staleness.add_argument("--memories", type=int, default=1000, help="memories of the project whose briefing is timed (0: skip)")
+    staleness.add_argument("--work-dir", type=Path, default=None, help="keep the repositories and the data dir here")
+    staleness.set_defaults(handler=_runner("staleness"))
 
 
 def _runner(name: str):

@@ -24,6 +24,8 @@ def register(sub) -> None:
                       help="distil through Claude as live capture does (spends your Claude allowance, within "
                       "llm_daily_token_budget); default: locally")  # fmt: skip
     load.add_argument("--wait", action="store_true", help="also wait until everything is embedded for search")
+    load.add_argument("--dismiss", action="store_true",
+                      help="import nothing; new sessions stop saying that these earlier sessions can be imported")  # fmt: skip
     load.set_defaults(handler=import_history)
 
 
@@ -43,9 +45,15 @@ def import_history(args: argparse.Namespace) -> int:
             where = claude_projects_dir() / project_slug(os.getcwd())
             print(f"memory-anchor: no Claude Code history for {os.getcwd()} (looked in {where})", file=sys.stderr)
             return 1
+    if args.dismiss:
+        return _dismiss(args, sources)
     report = run_import(client(args), sources, claude=args.claude, wait_index=args.wait, progress=Progress())
     text = [f"imported {report.sessions} sessions from {', '.join(str(s) for s in sources)}: "
             f"{report.accepted:,} new events, {report.duplicates:,} already imported"]  # fmt: skip
+    if report.not_transcripts:
+        text.append(f"skipped {len(report.not_transcripts)} files that are not Claude Code transcripts: "
+                    + "; ".join(f"{Path(name).name}: {why}" for name, why in report.not_transcripts[:5])
+                    + (" ..." if len(report.not_transcripts) > 5 else ""))  # fmt: skip
     if report.skipped_sessions:
         text.append(f"left out {len(report.skipped_sessions)} sessions the hooks captured live")
     if report.refused:
@@ -54,4 +62,16 @@ def import_history(args: argparse.Namespace) -> int:
         text.append(f"{report.left_to_embed:,} records are being embedded for search in the background; "
                     "keyword search finds them meanwhile")  # fmt: skip
     emit(args, report.__dict__, "\n".join(text))
+    return 0
+
+
+def _dismiss(args: argparse.Namespace, sources: list[Path]) -> int:
+    from memory_anchor import paths
+    from worker.capture.history_offer import dismiss
+
+    folders = [source if source.is_dir() else source.parent for source in sources]
+    dismiss(Path(args.data_dir) if args.data_dir else paths.data_dir(), folders)
+    emit(args, {"dismissed": [str(f) for f in folders]},
+         f"new sessions will no longer offer to import the sessions in {', '.join(str(f) for f in folders)}; "
+         "`memory-anchor import-history` still imports them whenever you like")  # fmt: skip
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 
 from memory_anchor.version import __version__
 
-COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "history", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor", "storage", "corrections"]
+COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "history", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor", "storage", "corrections", "verify"]
 
 
 def build_parser() -> argparse.ArgumentParser:

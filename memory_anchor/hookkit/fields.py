@@ -14,7 +14,7 @@ _COMMON = {"hook_event_name": ("string",), "session_id": _S, "transcript_path": 
 # {event kind: {field: JSON types it accepts}}; fields not listed are free.
 FIELD_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
     "SessionStart": {**_COMMON, "source": _S, "parent_session_id": _S, "forked_from_session_id": _S},
-    "UserPromptSubmit": {**_COMMON, "prompt": _S},
+    "UserPromptSubmit": {**_COMMON, "prompt": _S, "source": _S},
     "PostToolUse": {
         **_COMMON,
         "tool_name": _S,
@@ -22,9 +22,13 @@ FIELD_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
         "tool_response": ("array", "null", "object", "string"),
         "tool_use_id": _S,
         "duration_ms": ("integer", "null", "number"),
+        "agent_id": _S,
+        "agent_type": _S,
+        "mcp_server": ("null", "object"),
     },
     "PreCompact": {**_COMMON, "trigger": _S, "custom_instructions": _S},
-    "Stop": {**_COMMON, "stop_hook_active": ("boolean", "null"), "last_assistant_message": _S},
+    "Stop": {**_COMMON, "stop_hook_active": ("boolean", "null"), "last_assistant_message": _S,
+             "background_tasks": ("array", "null")},
     "SessionEnd": {**_COMMON, "reason": _S},
 }
 

@@ -71,6 +71,7 @@ class Hook:
         self.worker_reachable = False
         self.bootstrap_started = False
         self._payload: dict | None = None
+        self.fork: str | None = None  # the session a 2.1.197 fork's SessionStart stands for (its payload is the parent's)
 
     @property
     def payload(self) -> dict:
@@ -133,10 +134,24 @@ class Hook:
             from memory_anchor.hookkit import launcher
 
             # A new session retries a failed build at once: the user may just have fixed its cause.
-            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume")
+            new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume", "fork")
             done = launcher.ensure_worker(plugin_root(), self.data_dir, retry_now=new_session)
             self.bootstrap_started = done == launcher.BOOTSTRAP_STARTED
             log(self.data_dir, self.event, done)
+
+    def link_fork(self) -> str | None:
+        """If this SessionStart opens a fork, tell the worker whose (before the fork's first event
+        reaches it) and return the fork's session id; None otherwise (hookkit/forks.py)."""
+        from memory_anchor.hookkit import forks
+
+        link = forks.fork_of(self.payload, os.environ)
+        if link is None:
+            return None
+        fork, parent = link
+        body = jsonlite.dumps({"parent_session_id": parent}, ascii_only=True).encode("utf-8")
+        if self.get_json("POST", f"/api/v1/sessions/{wire.quote(fork)}/fork", body, EVENT_TIMEOUT) is None:
+            log(self.data_dir, self.event, f"session {fork} is a fork of {parent}; the worker was not told")
+        return fork
 
     def refusal(self) -> str | None:
         """Why the worker would refuse this payload (the same checks as its wire models), or None."""
@@ -174,7 +189,9 @@ def emit_context(event: str, context: str, user_message: str | None = None) -> N
     output: dict = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     if user_message:
         output["systemMessage"] = user_message
-    sys.stdout.write(jsonlite.dumps(output) + "\n")
+    # ASCII: valid JSON whatever the locale's encoding or a lone surrogate in the context (2.1.248
+    # counts stdout that opens with "{" and does not parse as a hook error).
+    sys.stdout.write(jsonlite.dumps(output, ascii_only=True) + "\n")
     sys.stdout.flush()
 
 
@@ -216,13 +233,18 @@ def session_start(hook: Hook) -> None:
     target = (
         f"/api/v1/context?project={wire.quote(project)}"
         f"&source={wire.quote(str(hook.payload.get('source') or 'startup'))}"
-        f"&session_id={wire.quote(str(hook.payload.get('session_id') or ''))}"
+        f"&session_id={wire.quote(str(hook.fork or hook.payload.get('session_id') or ''))}"
         + (f"&branch={wire.quote(hook.branch)}" if hook.branch else "")
+        # Its folder holds the project's earlier transcripts: the worker offers to import those it never saw.
+        + (f"&transcript_path={wire.quote(hook.payload['transcript_path'])}"
+           if isinstance(hook.payload.get("transcript_path"), str) else "")  # fmt: skip
     )
     context = None
+    offer = None  # the worker's one line for the user (N earlier sessions can be imported)
     if hook.worker_reachable:
         data = hook.get_json("GET", target, b"", CONTEXT_TIMEOUT)
         context = data.get("context") if data else None
+        offer = data.get("notice") if data and isinstance(data.get("notice"), str) else None
     answered = isinstance(context, str)
     if not answered:  # the unusual case: only now is the cache's path worth its imports
         cache = str(context_cache_path(hook.data_dir, project))
@@ -253,15 +275,20 @@ def session_start(hook: Hook) -> None:
         context = "\n\n".join(part for part in (context if isinstance(context, str) else "", notice[1]) if part.strip())
         emit_context("SessionStart", context, notice[0])
     elif context and context.strip():
-        emit_context("SessionStart", context)
+        emit_context("SessionStart", context, offer)
 
 
 def user_prompt_submit(hook: Hook) -> None:
-    """Add the few memories relevant to this prompt; silent when none match."""
+    """Add the few memories relevant to this prompt; silent when none match, or when no
+    person asked it (a background agent's notification, a wake-up: origin.py)."""
+    from memory_anchor.hookkit import origin
+
     if not hook.worker_reachable:
         return
     prompt = hook.payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
+        return
+    if not origin.typed_by_person(hook.payload.get("source"), prompt):
         return
     body = jsonlite.dumps(
         {
@@ -284,10 +311,10 @@ EXTRAS = {"SessionStart": session_start, "UserPromptSubmit": user_prompt_submit}
 def overlaps(event: str, hook: Hook) -> bool:
     """Whether the event's extra may run while the worker is still taking the event.
 
-    Not for a resumed session: it may be a fork, whose branch the worker only
-    knows once it has processed this SessionStart, so the context waits for it.
+    Not for a resumed or forked session: a fork's branch is only known once the
+    worker has processed this SessionStart, so the context waits for it.
     """
-    return event != "SessionStart" or hook.payload.get("source") != "resume"
+    return event != "SessionStart" or hook.payload.get("source") not in ("resume", "fork")
 
 
 def run(event: str, raw: bytes) -> None:
@@ -297,6 +324,8 @@ def run(event: str, raw: bytes) -> None:
         data_dir = paths.data_dir_str()
         hook = Hook(event, raw, data_dir)
         extra = EXTRAS.get(event)
+        if event == "SessionStart" and hook.info is not None:
+            hook.fork = hook.link_fork()
         pending = hook.send_event()
         if pending is not None and extra is not None and overlaps(event, hook):
             try:  # ask for the context while the worker takes the event: two round trips at once

@@ -105,6 +105,12 @@ class BranchSwitchOut(BaseModel):
     created: bool = False
 
 
+class SessionFork(_Strict):
+    """`POST /api/v1/sessions/{session_id}/fork`: this session is a Claude Code fork (`--fork-session`) of another."""
+
+    parent_session_id: str = Field(min_length=1, max_length=200)
+
+
 class SessionBranchOut(BaseModel):
     session_id: str
     branch: str

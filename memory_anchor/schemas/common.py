@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memory_anchor.schemas.codebase import Freshness
+
 
 class RecordOut(BaseModel):
     """One version of any record (memory, observation, prompt, summary, fact, ...)."""
@@ -36,6 +38,8 @@ class RecordOut(BaseModel):
     reason: str | None = None
     deleted: bool = False
     score: float | None = None
+    freshness: Freshness | None = Field(
+        None, description="A memory about code: its files compared with the working tree now (absent when it names none)")
 
 
 class ResultsPage(BaseModel):

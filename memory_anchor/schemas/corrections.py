@@ -115,6 +115,11 @@ class ForgottenEntry(BaseModel):
     created_at: float
 
 
+class ClosedByCommit(BaseModel):
+    commit: str
+    subject: str
+
+
 class NextStep(BaseModel):
     """An open item: a next step a session left (closed when done, forgotten or edited)."""
 
@@ -130,6 +135,8 @@ class NextStep(BaseModel):
     closed_at: float | None = None
     closed_by: str | None = None
     closed_because: str | None = None
+    closed_by_commit: ClosedByCommit | None = Field(
+        None, description="A step a commit did: the commit (closed_by is 'commit:<sha>') and its subject")
 
 
 class NextStepsPage(BaseModel):

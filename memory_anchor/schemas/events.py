@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, Union
 
+from memory_anchor.hookkit import origin
 from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
@@ -47,6 +48,11 @@ class HookEvent(BaseModel):
 class SessionStartEvent(HookEvent):
     hook_event_name: Literal["SessionStart"]
     source: StrictStr | None = None
+    # A resume or fork of 2.1.332 also sends seconds_since_last_response, context_tokens,
+    # prompt_cache_likely_expired and estimated_cache_write_usd: kept as sent, not read. They
+    # speak of the conversation's prompt cache, and the briefing does not depend on it: the
+    # resumed conversation carries its first briefing either way (both versions, verified),
+    # and a fresh one brings what other sessions learnt meanwhile.
     parent_session_id: StrictStr | None = None
     forked_from_session_id: StrictStr | None = None
 
@@ -54,6 +60,8 @@ class SessionStartEvent(HookEvent):
 class UserPromptSubmitEvent(HookEvent):
     hook_event_name: Literal["UserPromptSubmit"]
     prompt: StrictStr | None = None
+    # Who sent it: user, sdk (`claude -p`), system, loop_wakeup, ... (declared by 2.1.332, not yet sent).
+    source: StrictStr | None = None
 
 
 class PostToolUseEvent(HookEvent):
@@ -64,6 +72,11 @@ class PostToolUseEvent(HookEvent):
     tool_response: dict[str, Any] | list[Any] | StrictStr | None = None
     tool_use_id: StrictStr | None = None
     duration_ms: StrictInt | StrictFloat | None = None
+    # A subagent's tool use carries its agent (2.1.x); the main conversation's has neither.
+    agent_id: StrictStr | None = None
+    agent_type: StrictStr | None = None
+    # An MCP tool's server, `{"name": "plugin:<plugin>:<server>", "source": "plugin"}` (2.1.332).
+    mcp_server: dict[str, Any] | None = None
 
 
 class PreCompactEvent(HookEvent):
@@ -76,6 +89,8 @@ class StopEvent(HookEvent):
     hook_event_name: Literal["Stop"]
     stop_hook_active: StrictBool | None = None
     last_assistant_message: StrictStr | None = None
+    # Work still in flight (a background subagent, 2.1.198+): the session is paused, not done.
+    background_tasks: list[Any] | None = None
 
 
 class SessionEndEvent(HookEvent):
@@ -98,17 +113,15 @@ class HookPayload(RootModel[Annotated[Union[tuple(EVENT_MODELS.values())], Field
     (for the document; the handler checks it with accepted_event, which names the field)."""
 
 
-# UserPromptSubmit's `source` (Claude Code 2.1.x) when a person typed the prompt; absent means the same.
-PERSON_PROMPT_SOURCES = (None, "user")
-
-
 def typed_by_person(value: dict[str, Any]) -> bool:
-    """Did a person type this prompt? `value`: a UserPromptSubmit payload (its `source`) or a
-    prompt record (`data.prompt_source`). A prompt the SDK, a schedule or a wake-up sent is not
-    the user's ask: it never becomes their rule, nor what a session line says they asked."""
+    """Did a person ask this? `value`: a UserPromptSubmit payload (its `source` and prompt) or a
+    prompt record (`data.prompt_source` and its text). A prompt Claude Code sent on its own (a
+    background agent's notification, a schedule, a wake-up) is not the user's ask: it never
+    becomes their rule, nor what a session line says they asked (memory_anchor/hookkit/origin.py)."""
+    if "hook_event_name" in value:
+        return origin.typed_by_person(value.get("source"), value.get("prompt"))
     data = value.get("data") if isinstance(value.get("data"), dict) else {}
-    source = value.get("source") if "hook_event_name" in value else data.get("prompt_source")
-    return source in PERSON_PROMPT_SOURCES
+    return origin.typed_by_person(data.get("prompt_source"), value.get("text"))
 
 
 class EventRefused(ValueError):

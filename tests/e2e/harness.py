@@ -16,11 +16,13 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.fakes.anthropic_server import (
     last_user_prompt,
+    request_text,
     text_reply,
     tool_use_reply,
     trailing_tool_results,
@@ -28,7 +30,10 @@ from tests.fakes.anthropic_server import (
 
 E2E = Path(__file__).resolve().parent
 ROOT = E2E.parents[1]
-CLAUDE = E2E / "node_modules" / ".bin" / "claude"
+# The two pinned Claude Code CLIs (tests/e2e/cli/<pin>/package.json, `make e2e-deps`): the oldest
+# the plugin supports (memory_anchor/claude_code.py) and the newest release (`make bump-claude-code`).
+PINS = ("oldest", "newest")
+CLAUDE = E2E / "cli" / "newest" / "node_modules" / ".bin" / "claude"  # what users run today
 # What a user's clone of the repository holds (no venv, no node_modules, no tests).
 PLUGIN_FILES = [".claude-plugin", ".mcp.json", "hooks", "mcp_server", "memory_anchor", "worker", "skills",
                  "pyproject.toml", "README.md"]  # fmt: skip
@@ -40,11 +45,32 @@ RUN_MARKER = "run the marker command"
 SEARCH_MEMORY = "search memory for the marker"
 
 
-def ensure_claude_installed() -> Path:
-    """`npm ci` the pinned Claude Code into tests/e2e/node_modules unless it is there."""
-    if not CLAUDE.exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=E2E, check=True, timeout=600)
-    return CLAUDE
+@dataclass(frozen=True)
+class ClaudeCli:
+    """One pinned Claude Code CLI: which pin, its binary and the version package.json pins."""
+
+    pin: str
+    path: Path
+    version: str
+
+    def __str__(self) -> str:
+        return f"Claude Code {self.version} ({self.pin})"
+
+
+def pinned_cli(pin: str) -> ClaudeCli:
+    """The pin's CLI as package.json names it (installed or not)."""
+    folder = E2E / "cli" / pin
+    version = json.loads((folder / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
+    return ClaudeCli(pin, folder / "node_modules" / ".bin" / "claude", version)
+
+
+def ensure_claude_installed(pin: str = "newest") -> Path:
+    """`npm ci` the pinned Claude Code into tests/e2e/cli/<pin>/node_modules unless it is there."""
+    cli = pinned_cli(pin)
+    if not cli.path.exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=cli.path.parents[2], check=True,
+                       timeout=600)  # fmt: skip
+    return cli.path
 
 
 def copy_plugin(target: Path) -> Path:
@@ -79,8 +105,11 @@ class ScriptedModel:
             return text_reply("The marker command ran.")
         if SEARCH_MEMORY in prompt:
             last = last_tool_use(request) if after else None
-            if last in (None, "Bash"):
-                if MCP_PREFIX + "search" not in tools:
+            if last in (None, "Bash", "ToolSearch"):
+                if MCP_PREFIX + "search" not in tools and last != "ToolSearch":
+                    if MCP_PREFIX + "search" in offered_tools(request):
+                        # Deferred (2.1.332): the model loads an MCP tool's schema before calling it.
+                        return tool_use_reply("ToolSearch", {"query": f"select:{MCP_PREFIX}search,{MCP_PREFIX}get_observations"})
                     # Claude Code `-p` may send the first request before MCP servers have connected
                     # (a worker that is still starting); a model can only wait for the tool.
                     return tool_use_reply("Bash", {"command": "sleep 1", "description": "Wait for tools"})
@@ -90,6 +119,14 @@ class ScriptedModel:
                 return tool_use_reply(MCP_PREFIX + "get_observations", {"ids": ids[:1] or ["none"]})
             return text_reply("Found it in memory.")
         return text_reply("OK.")
+
+
+def offered_tools(request: dict[str, Any]) -> set[str]:
+    """The tools a request offers the model: those it lists, and (2.1.332) the MCP tools it names as
+    deferred, which the model loads with ToolSearch before calling them."""
+    listed = {t.get("name") for t in request.get("tools") or []}
+    deferred = set(re.findall(r"mcp__[\w-]+", request_text(request))) if "ToolSearch" in listed else set()
+    return listed | deferred
 
 
 def last_tool_use(request: dict[str, Any]) -> str | None:
@@ -119,7 +156,8 @@ def last_tool_result(request: dict[str, Any]) -> str:
 class ClaudeHome:
     """A user's machine, as far as Claude Code can tell: HOME, a project dir, the environment."""
 
-    def __init__(self, base: Path, api_url: str, *, developer_python: str | None):
+    def __init__(self, base: Path, api_url: str, *, developer_python: str | None, claude: Path = CLAUDE):
+        self.claude_path = claude
         self.home = base / "home"
         self.project = base / "project"
         self.home.mkdir(parents=True)
@@ -146,7 +184,7 @@ class ClaudeHome:
 
     def claude(self, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(CLAUDE), *args], cwd=self.project, env=self.env, input=input, capture_output=True, text=True,
+            [str(self.claude_path), *args], cwd=self.project, env=self.env, input=input, capture_output=True, text=True,
             timeout=timeout,
         )  # fmt: skip
 
@@ -167,7 +205,7 @@ class ClaudeHome:
         `between(n)` runs after the n-th result, before the next prompt.
         """
         process = subprocess.Popen(
-            [str(CLAUDE), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+            [str(self.claude_path), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
              "--dangerously-skip-permissions"],
             cwd=self.project, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
@@ -219,7 +257,7 @@ class ClaudeHome:
         pid, fd = pty.fork()
         if pid == 0:  # the child: become claude in the project directory
             os.chdir(self.project)
-            os.execve(str(CLAUDE), [str(CLAUDE)], env)
+            os.execve(str(self.claude_path), [str(self.claude_path)], env)
         import fcntl
         import struct
         import termios
@@ -283,12 +321,13 @@ def wait_for(predicate, timeout: float, interval: float = 0.2, message: str = "c
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
-def claude_or_skip() -> Path:
+def claude_or_skip(pin: str = "newest") -> Path:
     """The pinned CLI; a test that needs it skips when it is not installed, except in CI (CI=true), where it must run."""
     import pytest
 
-    if CLAUDE.exists():
-        return CLAUDE
+    cli = pinned_cli(pin)
+    if cli.path.exists():
+        return cli.path
     if os.environ.get("CI") == "true":
-        return ensure_claude_installed()
-    pytest.skip("the pinned Claude Code CLI is not installed: run `make e2e-deps`")
+        return ensure_claude_installed(pin)
+    pytest.skip(f"the pinned {cli} is not installed: run `make e2e-deps`")

@@ -6,6 +6,9 @@ key anywhere), `claude` is on PATH, and the plugin is installed the user's way.
 The worker, started by the hooks, finds the CLI and distils the captured tool
 use through `claude -p`: the request reaches the fake API, whose reply becomes
 the stored observation. The session it spawned is never captured.
+
+Runs with both pinned CLIs: the flags and the login check the worker spawns
+`claude` with are Claude Code's, and change between versions.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from memory_anchor.client import WorkerClient
-from tests.e2e.harness import CLAUDE, RUN_MARKER, ClaudeHome, ScriptedModel, claude_or_skip, copy_plugin, wait_for
+from tests.e2e.harness import RUN_MARKER, ClaudeCli, ClaudeHome, ScriptedModel, copy_plugin, wait_for
 from tests.e2e.test_claude_code import stop_worker
 from tests.fakes.anthropic_server import FakeAnthropicServer, json_reply
 from worker.pipeline.compress.claude import OBSERVATION_SYSTEM, SUMMARY_SYSTEM
@@ -61,22 +64,21 @@ def marker() -> str:
 
 
 @pytest.fixture
-def logged_in_machine(tmp_path, fake_api):
-    claude_or_skip()
-    home = ClaudeHome(tmp_path, fake_api.base_url, developer_python=sys.executable)
+def logged_in_machine(tmp_path, fake_api, claude_cli: ClaudeCli):
+    home = ClaudeHome(tmp_path, fake_api.base_url, developer_python=sys.executable, claude=claude_cli.path)
     # Logged in the way a user is: a login Claude Code reads from its own settings, no key in the environment.
     del home.env["ANTHROPIC_API_KEY"]
     del home.env["MEMORY_ANCHOR_LLM_DAILY_TOKEN_BUDGET"]
     (home.home / ".claude").mkdir()
     (home.home / ".claude" / "settings.json").write_text(json.dumps({"apiKeyHelper": f"echo {HELPER_KEY}"}))
-    home.env["PATH"] = f"{CLAUDE.parent}:{home.env['PATH']}"  # `claude` on PATH, as a user has it
+    home.env["PATH"] = f"{claude_cli.path.parent}:{home.env['PATH']}"  # `claude` on PATH, as a user has it
     home.install_plugin(copy_plugin(tmp_path / "clone" / "memory-anchor"))
     yield home
     stop_worker(home)
 
 
 def test_without_a_key_tool_uses_are_distilled_through_the_users_claude_code_login(
-    logged_in_machine, fake_api, marker, capsys
+    logged_in_machine, fake_api, marker, claude_cli: ClaudeCli, capsys
 ):
     machine = logged_in_machine
     settings = json.loads((machine.home / ".claude" / "settings.json").read_text())
@@ -99,12 +101,12 @@ def test_without_a_key_tool_uses_are_distilled_through_the_users_claude_code_log
     assert distilling, "no distilling request reached the fake API"
     request = distilling[0]
     headers = {k.lower(): v for k, v in request.headers.items()}
-    assert headers["user-agent"].startswith("claude-cli/2.1.197") and headers["x-api-key"] == HELPER_KEY
+    assert headers["user-agent"].startswith(f"claude-cli/{claude_cli.version}") and headers["x-api-key"] == HELPER_KEY
     assert request.body.get("tools") in (None, []) and f"echo {marker}" in json.dumps(request.body["messages"])
 
     status = client.get("/api/v1/status")["llm"]
     assert status["route"] == "cli" and status["available"]
-    assert status["reason"].startswith("no ANTHROPIC_API_KEY; Claude Code CLI 2.1.197 at ")
+    assert status["reason"].startswith(f"no ANTHROPIC_API_KEY; Claude Code CLI {claude_cli.version} at ")
     assert "(PATH), logged in via api_key_helper" in status["reason"]
     assert status["usage_today"]["calls"] >= 1  # the CLI route spends the same daily budget
 

@@ -6,6 +6,8 @@ user says one lasting instruction; a file the session reads says another. The
 scripted extraction reply proposes both as rules, each with the quote a model
 would give. The code keeps the user's and refuses the file's, and the next
 session's briefing, as Claude Code sends it to the model, shows exactly that.
+
+The newest CLI only: what is refused is decided by the worker, whatever the version.
 """
 
 from __future__ import annotations

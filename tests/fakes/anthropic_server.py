@@ -150,13 +150,19 @@ def user_texts(message: dict[str, Any]) -> list[str]:
 
 
 def last_user_prompt(request: dict[str, Any]) -> str:
-    """The last real user text in a request (tool results and reminders skipped)."""
+    """The last real user text in a request (tool results and reminders skipped; so is the text
+    Claude Code puts beside a tool result, e.g. 2.1.332's "Tool loaded." after ToolSearch)."""
     for message in reversed(request.get("messages") or []):
-        if message.get("role") == "user":
+        if message.get("role") == "user" and not _has_tool_result(message):
             texts = user_texts(message)
             if texts:
                 return texts[-1]
     return ""
+
+
+def _has_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def trailing_tool_results(request: dict[str, Any]) -> int:
@@ -165,8 +171,7 @@ def trailing_tool_results(request: dict[str, Any]) -> int:
     for message in reversed(request.get("messages") or []):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        if _has_tool_result(message):
             count += 1
             continue
         break

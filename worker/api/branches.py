@@ -14,6 +14,7 @@ from memory_anchor.schemas.branches import (
     BranchUpdate,
     BranchSwitch,
     MergeRequest,
+    SessionFork,
     SnapshotCreate,
     TimeTravelRequest,
 )
@@ -133,6 +134,19 @@ async def get_merge(request: web.Request) -> web.Response:
 async def session_branch(request: web.Request) -> web.Response:
     """The branch a session writes to, and what chose it (switch|env|fork|default)."""
     return web.json_response(await _run(request, _service(request).session_branch, request.match_info["session_id"]))
+
+
+@routes.post("/api/v1/sessions/{session_id}/fork")
+@request_model(SessionFork)
+async def fork_session(request: web.Request) -> web.Response:
+    """This session is a fork of `parent_session_id`: it writes to its own branch, made from the parent's.
+
+    The SessionStart hook says so before the fork's first event (no payload names the parent).
+    """
+    body = SessionFork.model_validate(await read_json_object(request))
+    return web.json_response(
+        await _run(request, _service(request).fork_session, request.match_info["session_id"], body.parent_session_id)
+    )
 
 
 @routes.post("/api/v1/branches/switch")

@@ -10,7 +10,9 @@ from memory_anchor.schemas.events import RecallRequest
 from worker.api.middleware import read_json_object
 from worker.api.openapi import request_model
 from worker.api.params import branch_param, int_param
+from worker.capture.history_offer import importable_sessions, offer_line
 from worker.context import ContextRequest, build_context, write_cache
+from worker.context.model import estimate_tokens
 from worker.context.recall import recall_for_prompt
 from worker.store.records import MAIN
 
@@ -26,15 +28,23 @@ async def get_context(request: web.Request) -> web.Response:
     if session_id and _may_branch(services, request.query.get("source", "startup")):
         await _wait_for_session(services, session_id)
     branch = (services.session_branch(session_id) if session_id else None) or request.query.get("branch")
+    source = request.query.get("source", "startup")
+    note = None
+    if source == "startup" and request.query.get("transcript_path"):  # a new session: its project's older ones?
+        count = await services.run(importable_sessions, services.inbox, request.query["transcript_path"], session_id,
+                                   services.data_dir)  # fmt: skip
+        note = offer_line(count) if count else None
     context_request = ContextRequest(
         project=project,
-        source=request.query.get("source", "startup"),
+        source=source,
         session_id=session_id,
         branch=branch or branch_param(request),
         agent_id=request.query.get("agent_id") or None,
         budget=int_param(request, "budget", services.settings.context_token_budget, low=100, high=200_000),
         services=services,
     )
+    if note:  # said after the briefing, within Claude Code's cap; not cached: it is about this moment
+        context_request.max_chars -= len(note) + 2
 
     def build():
         built = build_context(context_request, services.db.reader())
@@ -42,7 +52,9 @@ async def get_context(request: web.Request) -> web.Response:
         return built
 
     built = await services.run(build)
-    return web.json_response({"context": built.text, "tokens": built.tokens, "sections": built.sections})
+    text = f"{built.text}\n\n{note}" if note else built.text
+    # The offer is also said to the user (the hook's systemMessage): they are the one to run the import.
+    return web.json_response({"context": text, "tokens": estimate_tokens(text), "sections": built.sections, "notice": note})
 
 
 def _may_branch(services, source: str) -> bool:
@@ -53,7 +65,7 @@ def _may_branch(services, source: str) -> bool:
     worker/branching/sessions.py) or a non-main default branch is worth
     waiting for; a plain new session gets its context at once.
     """
-    return source == "resume" or (services.settings.default_branch or MAIN) != MAIN
+    return source in ("resume", "fork") or (services.settings.default_branch or MAIN) != MAIN
 
 
 async def _wait_for_session(services, session_id: str, timeout: float = 1.0) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
+from worker.api.freshness import wire_with_freshness
 from worker.api.middleware import read_json_object
 from worker.api.openapi import query_object, query_param, request_model
 from worker.api.params import actor, as_of_param, branch_param, int_param
@@ -36,8 +37,9 @@ async def search_memories(request: web.Request) -> web.Response:
     body = SearchRequest.model_validate(await read_json_object(request))
     if body.branch is None:
         body.branch = branch_param(request)
-    hits = await request.app["services"].run(_service(request).search, body)
-    return web.json_response({"results": [record_to_wire(h) for h in hits]})
+    services = request.app["services"]
+    hits = await services.run(_service(request).search, body)
+    return web.json_response({"results": await services.run(wire_with_freshness, services, hits)})
 
 
 SCOPE = {key: {"type": "string", "minLength": 1} for key in ("user_id", "agent_id", "run_id", "session_id", "project")}
@@ -57,7 +59,8 @@ async def list_memories(request: web.Request) -> web.Response:
         limit=int_param(request, "limit", 100, low=1, high=1000),
         offset=int_param(request, "offset", 0, high=10**9),
     )
-    return web.json_response({"results": [record_to_wire(r) for r in page], "total": total})
+    wired = await request.app["services"].run(wire_with_freshness, request.app["services"], page)
+    return web.json_response({"results": wired, "total": total})
 
 
 @routes.delete("/api/v1/memories")
@@ -78,7 +81,8 @@ async def get_memory(request: web.Request) -> web.Response:
     record = await request.app["services"].run(
         _service(request).get, request.match_info["memory_id"], branch=branch_param(request), as_of=as_of_param(request)
     )
-    return web.json_response(record_to_wire(record))
+    [wired] = await request.app["services"].run(wire_with_freshness, request.app["services"], [record])
+    return web.json_response(wired)
 
 
 @routes.put("/api/v1/memories/{memory_id}")

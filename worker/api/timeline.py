@@ -11,6 +11,7 @@ from worker.api.params import actor, as_of_param, branch_param, int_param
 from worker.capture.timeline import TIMELINE_KINDS, Timeline
 from worker.pipeline import observations
 from worker.store.iso import iso_fields
+from worker.api.freshness import wire_with_freshness
 from worker.store.present import record_to_wire
 
 routes = web.RouteTableDef()
@@ -33,7 +34,7 @@ async def _list(request: web.Request, kinds: list[str]) -> web.Response:
     services = request.app["services"]
     args = _page(request, kinds)
     page, total = await services.run(Timeline(services.db).records, args.pop("kinds"), **args)
-    return web.json_response({"results": [record_to_wire(r) for r in page], "total": total})
+    return web.json_response({"results": await services.run(wire_with_freshness, services, page), "total": total})
 
 
 @routes.get("/api/v1/observations")
@@ -64,7 +65,7 @@ async def get_observations(request: web.Request) -> web.Response:
     found = await services.run(
         Timeline(services.db).by_ids, body.ids, branch=body.branch or branch_param(request), as_of=body.as_of
     )
-    return web.json_response({"results": [record_to_wire(r) for r in found]})
+    return web.json_response({"results": await services.run(wire_with_freshness, services, found)})
 
 
 @routes.get("/api/v1/prompts")
@@ -93,13 +94,10 @@ async def timeline(request: web.Request) -> web.Response:
             branch=branch_param(request),
             as_of=as_of_param(request),
         )
-        return web.json_response(
-            {
-                "anchor": record_to_wire(result["anchor"]),
-                "before": [record_to_wire(r) for r in result["before"]],
-                "after": [record_to_wire(r) for r in result["after"]],
-            }
-        )
+        window = [result["anchor"], *result["before"], *result["after"]]
+        wired = dict(zip((r["id"] for r in window), await services.run(wire_with_freshness, services, window)))
+        return web.json_response({"anchor": wired[result["anchor"]["id"]], "before": [wired[r["id"]] for r in result["before"]],
+                                  "after": [wired[r["id"]] for r in result["after"]]})  # fmt: skip
     return await _list(request, TIMELINE_KINDS)
 
 

@@ -110,6 +110,12 @@ class BranchService:
         with self.db.transaction() as conn:
             return sessions.switch_session_branch(conn, session_id, branch, create=create, parent=parent, actor=actor)
 
+    def fork_session(self, session_id: str, parent_session: str) -> dict[str, Any]:
+        """A Claude Code fork's own branch, from its parent session's (see worker/branching/sessions.py)."""
+        with self.db.transaction() as conn:
+            known = sessions.fork_session(conn, session_id, parent_session, self.services.settings)
+        return {"session_id": session_id, "branch": known["branch"], "chosen_by": known["chosen_by"]}
+
     def session_branch(self, session_id: str) -> dict[str, Any]:
         conn = self.db.reader()
         known = sessions.session_branch(conn, session_id)

@@ -7,7 +7,12 @@ Precedence, highest first:
    N branches without touching the hooks (a missing branch is created from the
    default branch);
 3. a Claude Code session fork (`--fork-session`): a branch `fork/<session id>`
-   from the parent session's branch, unless `auto_branch_on_fork` is off;
+   from the parent session's branch, unless `auto_branch_on_fork` is off. No
+   payload names a fork's parent (tests/fixtures/forks, 2.1.197 and 2.1.332),
+   so the SessionStart hook tells the worker (`fork_session`, from the hook's
+   environment, memory_anchor/hookkit/forks.py) before the fork's first event;
+   a SessionStart with `source: "fork"` (2.1.214+) that came without it
+   still gets its branch, from the default one;
 4. `settings.default_branch`.
 
 The choice is remembered in `session_branches` (with what chose it) and copied
@@ -68,16 +73,43 @@ def branch_for_session(
         return _sync(conn, session_id, known["branch"])
     if getattr(settings, "auto_branch_on_fork", True):
         parent_session = detect_fork(conn, session_id, payload)
-        if parent_session:
-            parent_known = session_branch(conn, parent_session)
-            parent = parent_known["branch"] if parent_known and branch_exists(conn, parent_known["branch"]) else default
-            name = fork_branch_name(session_id)
-            ensure_branch(conn, name, parent=parent, actor="claude-code",
-                          description=f"fork of session {parent_session}")  # fmt: skip
-            _remember(conn, session_id, name, "fork", parent_session=parent_session)
-            return _sync(conn, session_id, name)
+        if parent_session or opens_fork(payload):
+            return _sync(conn, session_id, _open_fork_branch(conn, session_id, parent_session, default))
     _remember(conn, session_id, default, "default")
     return _sync(conn, session_id, default)
+
+
+def fork_session(conn: sqlite3.Connection, session_id: str, parent_session: str, settings: Any) -> dict[str, Any]:
+    """Put a forked session on its own branch, made from its parent's, before its first event arrives.
+
+    A session whose branch is already chosen (a switch, the environment, this
+    fork told twice) keeps it; with `auto_branch_on_fork` off nothing is chosen here.
+    """
+    if not session_id or not parent_session or session_id == parent_session:
+        raise RecordError("a fork needs its own session id and its parent's, and they differ")
+    known = session_branch(conn, session_id)
+    if known and branch_exists(conn, known["branch"]):
+        return known
+    if getattr(settings, "auto_branch_on_fork", True):
+        _sync(conn, session_id, _open_fork_branch(conn, session_id, parent_session, _default_branch(conn, settings)))
+    return session_branch(conn, session_id) or {"session_id": session_id, "branch": _default_branch(conn, settings),
+                                                "chosen_by": "default"}  # fmt: skip
+
+
+def _open_fork_branch(conn: sqlite3.Connection, session_id: str, parent_session: str | None, default: str) -> str:
+    """`fork/<session id>`, from the parent session's branch (the default one when the parent is unknown)."""
+    parent_known = session_branch(conn, parent_session) if parent_session else None
+    parent = parent_known["branch"] if parent_known and branch_exists(conn, parent_known["branch"]) else default
+    name = fork_branch_name(session_id)
+    ensure_branch(conn, name, parent=parent, actor="claude-code",
+                  description=f"fork of session {parent_session or '(unknown)'}")  # fmt: skip
+    _remember(conn, session_id, name, "fork", parent_session=parent_session)
+    return name
+
+
+def opens_fork(payload: dict[str, Any]) -> bool:
+    """A SessionStart of a forked session, as Claude Code 2.1.214 and later say it."""
+    return payload.get("hook_event_name") == "SessionStart" and payload.get("source") == "fork"
 
 
 def switch_session_branch(
@@ -122,7 +154,7 @@ def detect_fork(conn: sqlite3.Connection, session_id: str, payload: dict[str, An
     (`--fork-session`) starts under a new id whose transcript carries the parent
     conversation's entries, stamped with the parent's `sessionId`.
     """
-    if payload.get("hook_event_name") not in (None, "SessionStart") or payload.get("source") != "resume":
+    if payload.get("hook_event_name") not in (None, "SessionStart") or payload.get("source") not in ("resume", "fork"):
         return None
     for key in ("parent_session_id", "forked_from_session_id"):
         if isinstance(payload.get(key), str) and payload[key] and payload[key] != session_id:

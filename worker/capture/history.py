@@ -36,6 +36,7 @@ from worker.capture.transcript import ToolUse, Turn, read_transcript
 ID_PREFIX = "cc-history"
 _SLUG = re.compile(r"[^A-Za-z0-9]")
 _SLUG_MAX = 200  # Claude Code cuts longer slugs and adds a hash; we match on the cut part
+_SNIFF_LINES = 200  # lines read to tell a transcript from another .jsonl (and to find its first time)
 _PATH_KEYS = ("file_path", "notebook_path")  # tool inputs Claude Code makes absolute before its hooks see them
 
 
@@ -72,12 +73,59 @@ def history_dirs(directory: str, projects: Path | None = None) -> list[Path]:
     return sorted(p for p in projects.iterdir() if p.is_dir() and p.name.startswith(slug[:_SLUG_MAX]))
 
 
-def session_files(source: Path) -> list[Path]:
-    """The session transcripts a file or folder holds, oldest first (by their first line's time)."""
-    if source.is_file():
-        return [source]
-    files = [p for p in source.glob("*.jsonl") if p.is_file()]
-    return sorted(files, key=lambda p: (_first_timestamp(p), p.name))
+@dataclass
+class Sessions:
+    """What a file or folder holds: session transcripts, oldest first, and the files that are none (why)."""
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def session_files(source: Path) -> Sessions:
+    """The Claude Code session transcripts a file or folder holds, oldest first (by their first line's time).
+
+    Any other .jsonl beside them (a tool's own log, a benchmark's probes) is skipped with its reason:
+    its lines would otherwise become a session of nothing, or of someone else's data.
+    """
+    candidates = [source] if source.is_file() else [p for p in source.glob("*.jsonl") if p.is_file()]
+    files, skipped = [], []
+    for path in candidates:
+        reason = not_a_transcript(path)
+        if reason is None:
+            files.append(path)
+        else:
+            skipped.append((path, reason))
+    return Sessions(sorted(files, key=lambda p: (_first_timestamp(p), p.name)), sorted(skipped))
+
+
+def not_a_transcript(path: Path) -> str | None:
+    """Why `path` is not a Claude Code session transcript, or None when it is one.
+
+    A transcript has, among its first lines, a conversation entry (`type` user or
+    assistant) that names its session (`sessionId`); the lines before it may be
+    anything Claude Code writes (queue operations, summaries, snapshots).
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = [line for _, line in zip(range(_SNIFF_LINES), handle)]
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    entries = 0
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        entries += 1
+        if entry.get("type") in ("user", "assistant") and isinstance(entry.get("sessionId"), str):
+            return None
+    if not lines:
+        return "empty"
+    if not entries:
+        return "not JSON Lines of objects"
+    return f"not a Claude Code transcript (no user or assistant entry with a sessionId in its first {len(lines)} lines)"
 
 
 def session_id_of(path: Path) -> str:
@@ -235,7 +283,7 @@ def _first_timestamp(path: Path) -> str:
     """The first timestamp in a transcript (for ordering sessions), read from its first lines only."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(200), handle):
+            for _, line in zip(range(_SNIFF_LINES), handle):
                 match = re.search(r'"timestamp"\s*:\s*"([^"]+)"', line)
                 if match:
                     return _iso_utc(match.group(1))

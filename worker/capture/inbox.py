@@ -209,13 +209,19 @@ class Inbox:
 
     def captured_sessions(self, session_ids: list[str]) -> set[str]:
         """Those of these sessions that a hook captured (any event not imported from history)."""
+        return self._sessions_in(session_ids, " AND origin IS NULL")
+
+    def known_sessions(self, session_ids: list[str]) -> set[str]:
+        """Those of these sessions memory has seen: captured live or imported."""
+        return self._sessions_in(session_ids, "")
+
+    def _sessions_in(self, session_ids: list[str], condition: str) -> set[str]:
         found: set[str] = set()
         conn = self.db.reader()
         for start in range(0, len(session_ids), 500):
             chunk = session_ids[start : start + 500]
             rows = conn.execute(
-                f"SELECT DISTINCT session_id FROM inbox WHERE session_id IN ({','.join('?' * len(chunk))})"
-                " AND origin IS NULL",
+                f"SELECT DISTINCT session_id FROM inbox WHERE session_id IN ({','.join('?' * len(chunk))}){condition}",
                 chunk,
             )
             found.update(r[0] for r in rows)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from worker.context.layers import standing_facts, when
 from worker.context.model import ContextRequest, Section
+from worker.context.staleness import fact_flag, mark, marks, reconcile_facts
 from worker.memory.text import clip
 from worker.store.records import Records
 
@@ -25,10 +26,13 @@ def rules_section(request: ContextRequest, conn, view) -> Section | None:
     if not facts:
         return None
     facts.sort(key=lambda f: (f["needs_verification"], -f["seq"]))  # the newest statement first
+    facts = facts[:40]
+    found = marks(request.services, facts, request.project, request.session_id)
+    facts = reconcile_facts(request, facts, found)
     lines = []
-    for fact in facts[:40]:
-        flag = " [needs verification]" if fact["needs_verification"] else ""
-        lines.append(f"- {LABELS[fact['type']]}: {clip(fact['text'], 260)}{flag} (fact {fact['id'][:8]})")
+    for fact in facts:
+        state = found.get(fact["id"])
+        lines.append(f"- {LABELS[fact['type']]}: {clip(fact['text'], 260)}{fact_flag(fact, state)} (fact {fact['id'][:8]}){mark(state)}")
     return Section("rules", "Standing rules and decisions (follow them unless the user changes them)", lines, share=0.3)
 
 
@@ -38,6 +42,9 @@ def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
         return None
     latest = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=1)
     reference = latest[0].get("happened_at") if latest else None
+    # Once per HEAD: steps a commit did since the last briefing are closed before the list is read.
+    if request.settings.code_checks:
+        model.steps_done.close(request.project)
     items = model.open_items.fresh(request.project, reference=reference, limit=NEXT_STEPS, conn=conn)
     if not items:
         return None

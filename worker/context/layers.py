@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_anchor.schemas.codebase import Freshness
 from worker.context.model import ContextRequest, Section
+from worker.context.staleness import fact_flag, mark, marks, reconcile_facts
 from worker.memory.common import DEFAULT_AGENT
 from worker.memory.text import clip
 from worker.store.records import iso
@@ -72,16 +74,19 @@ def facts_of_types(conn, view, project: str | None, types, limit: int = 300) -> 
     return [decorate(r) for r in rows]
 
 
-def fact_line(fact: dict[str, Any], limit: int = 300) -> str:
-    flag = " [needs verification]" if fact["needs_verification"] else ""
-    return f"- {clip(fact['text'], limit)}{flag} (fact {fact['id'][:8]}, confidence {fact['effective_confidence']:.2f})"
+def fact_line(fact: dict[str, Any], limit: int = 300, found: Freshness | None = None) -> str:
+    """A fact with its flag, id and confidence, and the mark of its files when they changed since."""
+    return (f"- {clip(fact['text'], limit)}{fact_flag(fact, found)} (fact {fact['id'][:8]}, "
+            f"confidence {fact['effective_confidence']:.2f}){mark(found)}")  # fmt: skip
 
 
 def facts_section(request: ContextRequest, conn, view) -> Section | None:
     facts = [f for f in active_facts(request) if (f.get("type") or "fact") not in STANDING]
     if not facts:
         return None
-    return Section("facts", "Verified facts", [fact_line(f) for f in facts],
+    found = marks(request.services, facts, request.project, request.session_id)
+    facts = reconcile_facts(request, facts, found)
+    return Section("facts", "Verified facts", [fact_line(f, found=found.get(f["id"])) for f in facts],
                    share=share(request, "context_budget_facts"))  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from memory_anchor.schemas.events import RecallRequest
 from worker.context.knowledge import LABELS
 from worker.context.layers import STANDING, standing_facts
 from worker.context.sessions import activity_text, outcome_line
+from worker.context.staleness import mark, marks
 from worker.memory.cues import terms
 from worker.memory.text import clip, line_key
 from worker.store.present import record_to_wire
@@ -55,6 +56,8 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
     forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
     if forgotten is not None and project:  # a session's line without what the user has forgotten since
         hits = [forgotten.scrub_outcome(conn, project, h) if h["kind"] == "summary" else h for h in hits]
+    # Checked against the code as they are shown: a memory whose files changed since says so.
+    found = marks(services, rules + sessions + hits, project, request.session_id)
     lines, results, seen = [], [], set()
     for record in rules + sessions + hits:
         line = recall_line(record)
@@ -62,7 +65,7 @@ def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
         if record["id"] in seen or key in seen:
             continue
         seen.update((record["id"], key))
-        lines.append(f"- {line} (id {record['id']})")
+        lines.append(f"- {line}{mark(found.get(record['id']))} (id {record['id']})")
         results.append(record)
         if len(results) >= len(rules) + len(sessions) + limit:
             break

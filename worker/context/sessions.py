@@ -13,8 +13,10 @@ import functools
 import re
 from typing import Any
 
+from memory_anchor.projects import relative
 from worker.context.layers import facts_of_types, when
 from worker.context.model import ContextRequest, Section
+from worker.context.staleness import mark, marks
 from worker.memory.cues import terms
 from worker.memory.text import clip, line_key
 from worker.store.records import Records
@@ -28,16 +30,11 @@ def _known(text: str, facts: list[str]) -> bool:
     return any(text in fact for fact in facts)
 
 
-def relative(path: str, project: str | None) -> str:
-    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`)."""
-    root = (project or "").rstrip("/")
-    return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
-
-
-def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
+def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits: dict[str, str] | None = None) -> str:
     """One session: what was asked, the root cause found, what changed, what the tests said, what was done and left.
 
-    Root causes already among the verified facts (`known`) are not repeated.
+    Root causes already among the verified facts (`known`) are not repeated; a next step a commit
+    did since (`done_by_commits`: its text -> the commit) says so.
     """
     data = summary.get("data") or {}
     parts = []
@@ -62,7 +59,9 @@ def outcome_line(summary: dict[str, Any], known: list[str] = ()) -> str:
         parts.append(f"done: {clip(str(data['completed']), 160)}")
     steps = [n for n in data.get("next") or [] if isinstance(n, str)]
     if steps:
-        parts.append("next: " + "; ".join(clip(n, 100) for n in steps[:3]))
+        done_by_commits = done_by_commits or {}
+        parts.append("next: " + "; ".join(clip(n, 100) + (f" (done since: commit {done_by_commits[n][:8]})"
+                                                          if n in done_by_commits else "") for n in steps[:3]))  # fmt: skip
     if not parts:  # a summary of an older version (no fields), or one whose every part was forgotten
         parts.append("no outcome recorded" if data else clip(summary.get("title") or summary.get("text") or "", 200))
     return f"- {when(summary.get('happened_at'))} · " + " · ".join(parts)
@@ -75,7 +74,9 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     known = [f["text"] for f in facts_of_types(conn, view, request.project, ("bugfix",), limit=100)]
     if request.memory is not None:  # a forgotten root cause or next step leaves the session's line too
         page = [request.memory.forgotten.scrub_outcome(conn, request.project, r) for r in page]
-    lines = [outcome_line(r, known) for r in page]
+    done = request.memory.steps_done.done_by_commits(conn, request.project) if request.memory is not None else {}
+    found = marks(request.services, page, request.project, request.session_id)
+    lines = [outcome_line(r, known, done) + mark(found.get(r["id"])) for r in page]
     return Section("summaries", "Last sessions (asked · root cause · changed · tests · done · next)", lines, share=0.3)
 
 
@@ -112,14 +113,16 @@ def activity_section(request: ContextRequest, conn, view) -> Section | None:
         group = groups.get(key)
         if group is None:
             groups[key] = {"text": text, "kind": record.get("type") or "note", "count": 1, "id": record["id"][:8],
-                           "last": record.get("happened_at"), "first": record.get("happened_at")}  # fmt: skip
+                           "last": record.get("happened_at"), "first": record.get("happened_at"), "record": record}  # fmt: skip
         else:
             group["count"] += 1
             group["first"] = record.get("happened_at")
+    shown = list(groups.values())[:ACTIVITY_LINES]
+    found = marks(request.services, [g["record"] for g in shown], request.project, request.session_id)
     lines = []
-    for group in list(groups.values())[:ACTIVITY_LINES]:
+    for group in shown:
         # the id (the latest of a repeat) lets Claude fetch the details (get_observations)
         repeat = (f" ×{group['count']} (id {group['id']}, last {when(group['last'])})" if group["count"] > 1
                   else f" (id {group['id']}, {when(group['last'])})")  # fmt: skip
-        lines.append(f"- [{group['kind']}] {group['text']}{repeat}")
+        lines.append(f"- [{group['kind']}] {group['text']}{repeat}{mark(found.get(group['record']['id']))}")
     return Section("observations", "Recent activity (repeats counted)", lines, share=0.5)

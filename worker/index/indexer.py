@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,22 +40,33 @@ NOT_EMBEDDED = frozenset({"identity"})
 # its title and summary (its narrative and command output are found by keywords),
 # anything else by the head of its text.
 EMBED_MAX_CHARS = 512
+RECENT_TEXTS = 4096  # texts whose vectors are kept for reuse (1.5 KB each)
 BULK = 32  # records indexed by one API write after which the heap is trimmed
 
 
 def embedding_text(record: dict[str, Any]) -> str:
-    """What a record is embedded as (the full text stays in the keyword index)."""
+    """What a record is embedded as (the full text stays in the keyword index).
+
+    Paths inside the project are embedded as the project names them (`app/cart.py`):
+    the project's own folder says nothing about any one record, and spelled out
+    twice in every Read and Edit it was a third of the tokens an import embedded.
+    """
     title = (record.get("title") or "").strip()
     if record.get("kind") == "observation":
         summary = str((record.get("data") or {}).get("summary") or "").strip()
         if summary.lower().startswith(title.lower()):
             title = ""  # the summary already opens with it
         if title or summary:
-            return f"{title}\n{summary}".strip()[:EMBED_MAX_CHARS]
+            return _in_project(f"{title}\n{summary}".strip(), record)[:EMBED_MAX_CHARS]
     text = record.get("text") or ""
     if title and title.lower() not in text.lower():
         text = f"{title}\n{text}"
-    return text[:EMBED_MAX_CHARS]
+    return _in_project(text[: EMBED_MAX_CHARS * 2], record)[:EMBED_MAX_CHARS]
+
+
+def _in_project(text: str, record: dict[str, Any]) -> str:
+    root = str(record.get("project") or "").rstrip("/")
+    return text.replace(root + "/", "") if root.startswith("/") and len(root) > 1 else text
 
 
 def _error() -> str:
@@ -81,6 +93,7 @@ class Indexer:
         self._work_lock = threading.Lock()
         self.indexed = 0  # versions embedded since start, for status pages
         self._failures: dict[int, int] = {}  # seq -> failed indexing passes, until quarantined
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its vector, the latest last
 
     # --- work ----------------------------------------------------------------
 
@@ -198,23 +211,39 @@ class Indexer:
             return len(queued)
 
     def _vectors_for(self, records: list[dict[str, Any]]) -> np.ndarray:
-        """Embeddings for these versions, reusing an earlier version's vector when the text is unchanged."""
+        """Embeddings for these versions: each distinct text embedded once, an earlier version's
+        vector reused when the text is unchanged, and a text embedded lately reused as it is.
+
+        Sessions repeat themselves (the same file read again, the same command run in every
+        session, a summary rewritten at Stop then at SessionEnd): in 107 imported sessions a
+        third of the texts had been embedded already, and embedding is most of an import's cost.
+        """
         out = np.zeros((len(records), self.embedder.dimension), dtype=np.float32)
-        to_embed: list[int] = []
+        texts = [embedding_text(record) for record in records]
+        waiting: dict[str, list[int]] = {}  # text -> the positions it fills
         conn = self.db.reader()
         for n, record in enumerate(records):
-            previous = None
-            if record.get("version", 1) > 1:
+            known = self._recent.get(texts[n])
+            if known is None and record.get("version", 1) > 1:
                 row = conn.execute(
                     "SELECT seq FROM records WHERE id = ? AND seq < ? AND content_hash = ? AND op = 'put' "
                     "ORDER BY seq DESC LIMIT 1",
                     (record["id"], record["seq"], record["content_hash"]),
                 ).fetchone()
-                previous = self.vectors.index.vector(row[0]) if row is not None else None
-            if previous is not None and embedding_text(record) == record["text"]:
-                out[n] = previous
+                known = self.vectors.index.vector(row[0]) if row is not None and texts[n] == record["text"] else None
+            if known is not None:
+                out[n] = known
             else:
-                to_embed.append(n)
-        if to_embed:
-            out[to_embed] = self.embedder.embed([embedding_text(records[n]) for n in to_embed])
+                waiting.setdefault(texts[n], []).append(n)
+        if waiting:
+            fresh = self.embedder.embed(list(waiting))
+            for vector, (text, positions) in zip(fresh, waiting.items()):
+                out[positions] = vector
+                self._remember(text, vector)
         return out
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        self._recent[text] = vector
+        self._recent.move_to_end(text)
+        if len(self._recent) > RECENT_TEXTS:
+            self._recent.popitem(last=False)

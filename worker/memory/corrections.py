@@ -30,6 +30,7 @@ from memory_anchor.schemas.memory_model import FACT_ACCEPT
 from worker.memory.common import is_human, now
 from worker.memory.facts import FactStore
 from worker.memory.forgotten import Forgotten
+from worker.memory.steps_done import closed_by_commit
 from worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 EDITABLE = ("active", "pending", "disputed")
@@ -196,6 +197,7 @@ class Corrections:
 def _step(row) -> dict[str, Any]:
     out = dict(row)
     out.pop("author", None)  # the team database's bookkeeping
+    out["closed_by_commit"] = closed_by_commit(out)
     return out
 
 

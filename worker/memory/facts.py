@@ -46,6 +46,10 @@ from worker.store.db import Database
 from worker.store.records import MAIN, NotFound, RecordError, Records, View, resolve_view
 
 LIVE = ("active", "pending", "disputed")
+# The freshness states that say a fact's file is no longer where it says, and the confidence such a
+# fact falls to: below FACT_REVERIFY, so it is flagged for re-verification at once.
+CODE_GONE = ("deleted", "moved")
+CODE_GONE_CONFIDENCE = round(FACT_REVERIFY - 0.1, 2)
 
 
 def tier(confidence: float) -> str:
@@ -72,12 +76,20 @@ def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
 
 
 class FactStore:
-    def __init__(self, db: Database, finder: Finder, approvals: ApprovalQueue, redact=None, forgotten=None):
+    def __init__(self, db: Database, finder: Finder, approvals: ApprovalQueue, redact=None, forgotten=None, codebase=None):
         self.db = db
         self.finder = finder
         self.approvals = approvals
         self._redact = redact or (lambda text: text)
         self.forgotten = forgotten or Forgotten(db)
+        # worker/codebase's Codebase: the files a fact names, kept with it (issue 27); None: not kept.
+        self.codebase = codebase
+
+    def _code_data(self, conn, *, project: str | None, session_id: str | None, text: str) -> dict[str, Any]:
+        """{"code", "code_head"}: the files the fact's text names as they are now; {} without any."""
+        if self.codebase is None:
+            return {}
+        return self.codebase.fact_data(conn, project=project, session_id=session_id, text=text)
 
     # --- writes ------------------------------------------------------------------------
 
@@ -111,7 +123,8 @@ class FactStore:
             confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
             happened_at=happened,
             data={"verified_at": stated_at or now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
-                  **({"quote": fact.quote} if fact.quote else {})},
+                  **({"quote": fact.quote} if fact.quote else {}),
+                  **self._code_data(conn, project=fact.project, session_id=fact.session_id, text=text)},
         )  # fmt: skip
         out: dict[str, Any] = {"status": status, "record": decorate(record)}
         if status == "pending":
@@ -126,10 +139,13 @@ class FactStore:
                   branch: str = MAIN, source_id: str | None = None, stated_at: float | None = None) -> dict[str, Any]:  # fmt: skip
         """UPDATE: a new version of the fact replaces the old one (history keeps both)."""
         current = self._current(conn, fact_id, branch)
+        text = self._redact(text.strip())
+        data = {k: v for k, v in current["data"].items() if k not in ("code", "code_head")}  # the new text names its own
+        code = self._code_data(conn, project=current.get("project"), session_id=current.get("session_id"), text=text)
         changes: dict[str, Any] = {
-            "text": self._redact(text.strip()),
+            "text": text,
             "status": "active",
-            "data": {**current["data"], "verified_at": stated_at or now(), "previous_text": current["text"]},
+            "data": {**data, "verified_at": stated_at or now(), "previous_text": current["text"], **code},
         }
         if confidence is not None:
             changes["confidence"] = confidence
@@ -149,10 +165,67 @@ class FactStore:
             current = self._current(conn, fact_id, branch)
             if current["status"] != "active":
                 raise RecordError(f"only an active fact can be verified (this one is {current['status']})", code="conflict", status=409)
-            changes: dict[str, Any] = {"data": {**current["data"], "verified_at": now()}}
+            data = dict(current["data"])
+            stale = data.pop("code_stale", None)  # a person vouches for it again, whatever the code check said
+            changes: dict[str, Any] = {"data": {**data, "verified_at": now()}}
             if confidence is not None:
                 changes["confidence"] = confidence
+            elif stale:
+                changes["confidence"] = stale.get("confidence_before", current["confidence"])
             return decorate(Records.update(conn, fact_id, branch=branch, actor=actor, reason="VERIFY", **changes))
+
+    # --- the code a fact names (issue 27) --------------------------------------------------------
+
+    def reconcile_with_code(self, facts: list[dict[str, Any]], freshness: dict[str, Any], *,
+                            branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
+        """Facts whose files are gone (deleted, or moved from the path they state) lose confidence
+        below FACT_REVERIFY, so they show `needs_verification` and wait to be verified, corrected or
+        invalidated like any decayed fact; a demoted fact whose file the current code has again (the
+        same blob back, or its stated path present) regains the confidence it had, re-verified now.
+
+        `freshness`: {fact id: Freshness} from worker/codebase. Writes only when a fact's state flips.
+        Returns {"demoted": n, "restored": n, "facts": {fact id: its new version, decorated}}."""
+        changed: dict[str, dict[str, Any]] = {}
+        demoted = restored = 0
+        for fact in facts:
+            found = freshness.get(fact["id"])
+            if found is None or found.state == "unknown" or fact.get("status") != "active":
+                continue
+            gone = found.state in CODE_GONE
+            stale = (fact.get("data") or {}).get("code_stale")
+            record = None
+            if gone and not stale:
+                record = self._demote_for_code(fact["id"], found, branch)
+                demoted += record is not None
+            elif not gone and stale:
+                record = self._restore_for_code(fact["id"], branch)
+                restored += record is not None
+            if record is not None:
+                changed[fact["id"]] = decorate(record)
+        return {"demoted": demoted, "restored": restored, "facts": changed}
+
+    def _demote_for_code(self, fact_id: str, found, branch: str) -> dict[str, Any] | None:
+        with self.db.transaction() as conn:
+            current = self._current(conn, fact_id, branch)
+            data = current.get("data") or {}
+            if current["status"] != "active" or data.get("code_stale"):
+                return None
+            before = float(current["confidence"] if current["confidence"] is not None else 1.0)
+            stale = {"state": found.state, "detail": found.detail, "confidence_before": before, "at": now()}
+            return Records.update(conn, fact_id, branch=branch, actor="system:code-check", reason=f"DECAY ({found.detail})",
+                                  confidence=min(before, CODE_GONE_CONFIDENCE), data={**data, "code_stale": stale})  # fmt: skip
+
+    def _restore_for_code(self, fact_id: str, branch: str) -> dict[str, Any] | None:
+        with self.db.transaction() as conn:
+            current = self._current(conn, fact_id, branch)
+            data = dict(current.get("data") or {})
+            stale = data.pop("code_stale", None)
+            if current["status"] != "active" or not stale:
+                return None
+            return Records.update(conn, fact_id, branch=branch, actor="system:code-check",
+                                  reason="VERIFY (the code confirms it again)",
+                                  confidence=stale.get("confidence_before", current["confidence"]),
+                                  data={**data, "verified_at": now()})  # fmt: skip
 
     def log_rejection(self, conn, text: str, confidence: float, *, project: str, agent_id: str | None, source: str | None, reason: str) -> None:
         conn.execute(

@@ -39,6 +39,7 @@ from worker.memory.finder import Finder
 from worker.memory.forgotten import Forgotten
 from worker.memory.identity import IdentityService, refuse_agent_identity_write
 from worker.memory.open_items import OpenItems
+from worker.memory.steps_done import StepsDoneByCommits
 from worker.memory.provenance import Prompt
 from worker.memory.source_recheck import recheck_standing
 from worker.memory.operations import OperationsIndex
@@ -60,6 +61,7 @@ class MemoryModel:
         llm: Callable[[], Any] | Any = None,
         redact: Callable[[str], str] | None = None,
         active_ttl_seconds: int = 3600,
+        codebase: Any = None,
     ):
         self.db = db
         self.finder = Finder(db, search)
@@ -69,10 +71,11 @@ class MemoryModel:
         self.active = ActiveContext(default_ttl=active_ttl_seconds)
         self.events = EventLog(db, self.finder, redact)
         self.forgotten = Forgotten(db)
-        self.facts = FactStore(db, self.finder, self.approvals, redact, self.forgotten)
+        self.facts = FactStore(db, self.finder, self.approvals, redact, self.forgotten, codebase)
         self.conflicts = ConflictService(db, self.facts)
         self.relations = RelationStore(db)
         self.open_items = OpenItems(db, self.forgotten)
+        self.steps_done = StepsDoneByCommits(db)
         self.corrections = Corrections(db, self.facts, self.forgotten, redact)
         self.operations = OperationsIndex(db, self.finder)
         self.extractor = FactExtractor(db, self.facts, self.conflicts, llm, redact, self.policy)
@@ -98,6 +101,7 @@ class MemoryModel:
             search=search,
             llm=llm,
             redact=redact_text,
+            codebase=services.codebase,
         )
 
     # --- L0: agents may only propose ------------------------------------------------
@@ -396,14 +400,21 @@ class MemoryModel:
     # --- maintenance ----------------------------------------------------------------------------
 
     def maintain(self, at: float | None = None) -> dict[str, int]:
-        """The periodic job: archive expired events, purge old identity removals, sweep L1, and hold
-        rules an earlier version extracted to the source rule (source_recheck.py)."""
+        """The periodic job: archive expired events, purge old identity removals, sweep L1, hold
+        rules an earlier version extracted to the source rule (source_recheck.py), and close the
+        open steps commits did (steps_done.py)."""
         return {
+            "steps_done_by_commits": self._close_steps_done(),
             "events_archived": self.events.archive_expired(at),
             "identity_purged": self.identity.purge_expired(at),
             "active_context_expired": self.active.sweep(),
             "rules_sent_for_approval": recheck_standing(self.db, self.approvals),
         }
+
+    def _close_steps_done(self) -> int:
+        projects = [r["project"] for r in self.db.reader().execute(
+            "SELECT DISTINCT project FROM open_items WHERE closed_at IS NULL").fetchall()]  # fmt: skip
+        return sum(len(self.steps_done.close(project)) for project in projects)
 
 
 def root_cause_facts(summary: dict[str, Any]) -> list[str]:

@@ -106,7 +106,7 @@ def session_outcome(message: str) -> Outcome:
             rest = heading.group(2).strip()
             heading_kind, after_heading = kind, not rest  # "Next steps:" heads a list; "Root cause: X" does not
             if rest:
-                _add(outcome, kind, rest, labelled=True)
+                _add_labelled(outcome, kind, rest)
                 heading_kind = None if not raw.rstrip().endswith((":", "：")) else kind
             continue
         if not is_bullet and not after_heading:
@@ -128,6 +128,22 @@ def session_outcome(message: str) -> Outcome:
     outcome.root_causes = _dedupe(outcome.root_causes)[:4]
     outcome.next_steps = _dedupe(outcome.next_steps)[:6]
     return outcome
+
+
+def _add_labelled(outcome: Outcome, kind: str, text: str) -> None:
+    """What follows a label, up to the next label in the same line: "Root cause: X. Next step: Y."
+    is a root cause X and a next step Y (as Claude Code's own sessions end), not one root cause."""
+    parts: list[tuple[str, list[str]]] = [(kind, [])]
+    for sentence in sentences(text):
+        labelled = HEADING.match(sentence)
+        label_kind = _heading_kind(labelled.group(1)) if labelled and labelled.group(2).strip() else None
+        if label_kind is not None and parts[-1][1]:
+            parts.append((label_kind, [labelled.group(2).strip()]))
+        else:
+            parts[-1][1].append(sentence)
+    for part_kind, said in parts:
+        if said:
+            _add(outcome, part_kind, " ".join(said), labelled=True)
 
 
 def _heading_kind(label: str) -> str | None:

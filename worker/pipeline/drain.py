@@ -21,8 +21,9 @@ import time
 from typing import Any, Callable
 
 from memory_anchor import paths
+from memory_anchor.hookkit import origin
 from memory_anchor.projects import is_excluded, project_for_cwd
-from worker.capture.inbox import InboxEvent
+from worker.capture.inbox import HISTORY, InboxEvent
 from worker.index import heap
 from worker.pipeline.sessions import Sessions
 from worker.store.errors import StorageUnavailable
@@ -198,6 +199,10 @@ class Pipeline:
         return {**drafts, **{e.id: draft for e, draft in zip(keep, outcome.drafts)}}
 
     def _capturable(self, event: InboxEvent) -> bool:
+        # Our own memory tools answer with memory: kept as an observation it would come back
+        # as new memory, and a search of it would find itself. What they write is stored already.
+        if origin.is_own_memory_tool(event.payload.get("tool_name"), event.payload.get("mcp_server")):
+            return False
         settings = self.services.settings
         project = project_for_cwd(event.payload.get("cwd"))
         if settings.excluded_projects and is_excluded(project, settings.excluded_projects):
@@ -206,6 +211,8 @@ class Pipeline:
         return not (settings.excluded_tools and is_excluded(tool, settings.excluded_tools))
 
     def _handle(self, event: InboxEvent, draft: Any) -> None:
+        if event.event == "PostToolUse" and draft is not None:
+            draft = self._observation_columns(event, draft)  # files read before the write lock is taken
         with self.services.db.transaction() as conn:
             session, written = self._write(conn, event, draft)
             if not self.services.shared_store:  # one database: the records and the done mark commit together
@@ -266,6 +273,11 @@ class Pipeline:
         # Whether it answers a question Claude's last message asked: a reply picks for the matter at
         # hand, so what it says becomes a standing rule only when it says so plainly (instructions.py).
         data = {"answers_a_question": True} if self.sessions.last_message_asked(conn, event, session) else {}
+        # Who sent it (a person, `claude -p`, or Claude Code itself): only a person's ask becomes
+        # their rule or the session's request (memory_anchor/hookkit/origin.py).
+        source = origin.prompt_source(event.payload.get("source"), prompt)
+        if source is not None:
+            data["prompt_source"] = source
         record = Records.put(
             conn, "prompt", prompt, branch=session["branch"], actor=session.get("agent_id") or "claude-code",
             reason="captured", project=session["project"], session_id=event.session_id,
@@ -274,12 +286,11 @@ class Pipeline:
         )  # fmt: skip
         return {"record": record}
 
-    def on_tool_use(self, conn, event: InboxEvent, session: dict, draft) -> dict:
-        if draft is None:
+    def on_tool_use(self, conn, event: InboxEvent, session: dict, values: dict | None) -> dict:
+        """`values`: the observation's columns (`_observation_columns`), or None when nothing is kept."""
+        if values is None:
             return {}
-        from worker.pipeline.observations import observation_values
-
-        values = observation_values(draft, event.payload)
+        values = dict(values)
         record = Records.put(
             conn, "observation", values.pop("text"), branch=session["branch"],
             actor=session.get("agent_id") or "claude-code", reason="captured",
@@ -289,6 +300,20 @@ class Pipeline:
             **values,
         )  # fmt: skip
         return {"record": record}
+
+    def _observation_columns(self, event: InboxEvent, draft) -> dict[str, Any]:
+        """A distilled tool use's record columns, with the files it is about as they are now
+        ({"code", "code_head"} in `data`): read here in the drain, never in a hook, and before the
+        transaction, so the write lock the hooks' inbox shares is not held while files are read.
+        An imported event is from long ago: the work tree is not what it saw, so it keeps none."""
+        from worker.pipeline.observations import observation_values
+
+        values = observation_values(draft, event.payload)
+        cwd = event.payload.get("cwd")
+        if event.origin != HISTORY and isinstance(cwd, str):
+            record = {"kind": "observation", "data": values["data"]}
+            values["data"].update(self.services.codebase.record_data(record, project=None, cwd=cwd, payload=event.payload))
+        return values
 
     def on_stop(self, conn, event: InboxEvent, session: dict, summary) -> dict:
         if event.event == "SessionEnd":

@@ -14,6 +14,7 @@ def observation_values(draft: ObservationDraft, payload: dict[str, Any]) -> dict
     data = draft.model_dump()
     if not data.get("tool_name") and isinstance(payload.get("tool_name"), str):
         data["tool_name"] = payload["tool_name"]
+    data.update(tool_origin(payload))
     parts = [draft.text()]
     files = list(dict.fromkeys([*draft.files_read, *draft.files_modified]))
     if files:
@@ -27,6 +28,21 @@ def observation_values(draft: ObservationDraft, payload: dict[str, Any]) -> dict
         "layer": draft.layer,
         "data": data,
     }
+
+
+def tool_origin(payload: dict[str, Any]) -> dict[str, Any]:
+    """Who ran the tool, as Claude Code says: the subagent (`agent_id`, `agent_type`) whose
+    work it was, and the MCP server (`mcp_server.name`) of an MCP tool. Empty for the main
+    conversation's built-in tools."""
+    out: dict[str, Any] = {}
+    agent = payload.get("agent_id")
+    if isinstance(agent, str) and agent:
+        kind = payload.get("agent_type")
+        out["subagent"] = {"id": agent, **({"type": kind} if isinstance(kind, str) and kind else {})}
+    server = payload.get("mcp_server")
+    if isinstance(server, dict) and isinstance(server.get("name"), str):
+        out["mcp_server"] = server["name"]
+    return out
 
 
 def write_observation(db, request: WriteObservationRequest, *, actor: str) -> dict[str, Any]:

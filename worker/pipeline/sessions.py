@@ -7,9 +7,10 @@ import time
 import uuid
 from typing import Any
 
-from memory_anchor.projects import is_excluded, project_for_cwd
+from memory_anchor.projects import is_excluded, project_for_cwd, relative
 from memory_anchor.schemas.events import typed_by_person
-from worker.capture.inbox import InboxEvent
+from worker.capture.inbox import HISTORY, InboxEvent
+from worker.memory.text import clip
 from worker.store.records import Records, resolve_view
 
 log = logging.getLogger(__name__)
@@ -90,10 +91,15 @@ class Sessions:
         )
 
     def prepare_summary(self, event: InboxEvent):
-        """A summary draft of the session so far, or None when nothing new happened.
+        """A summary draft of the session so far, or None when nothing new happened (or the
+        session only paused for its background work).
 
         Runs outside any transaction: it may call Claude.
         """
+        if event.event == "Stop" and event.payload.get("background_tasks"):
+            # Paused, not done: a background subagent still works and wakes the session (2.1.198+).
+            # Its outcome waits for the Stop (or SessionEnd) after that work.
+            return None
         conn = self.services.db.reader()
         session_id = event.session_id or "unknown"
         row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
@@ -129,9 +135,11 @@ class Sessions:
         data = summary.model_dump()
         record_id = summary_id(session_id)
         view = resolve_view(conn, session["branch"])
+        data.update(self._code_data(conn, event, session, view, data))
         common = dict(
             branch=session["branch"], actor=session.get("agent_id") or "claude-code",
-            title=text.split("\n", 1)[0][:160], data=data, happened_at=event.received_at,
+            title=summary_title(summary, session["project"]) or text.split("\n", 1)[0][:160], data=data,
+            happened_at=event.received_at,
             source_id=f"inbox:{event.id}",
         )  # fmt: skip
         if Records.get(conn, record_id, view) is not None:
@@ -140,6 +148,29 @@ class Sessions:
             conn, "summary", text, record_id=record_id, reason="summary", project=session["project"],
             session_id=session_id, agent_id=session.get("agent_id"), **common,
         )  # fmt: skip
+
+    def _code_data(self, conn, event: InboxEvent, session: dict[str, Any], view, data: dict[str, Any]) -> dict[str, Any]:
+        """The files the session changed as they are at its end, each with what its edits put in
+        that is still there, and the HEAD then ({"code", "code_head"}); nothing for history
+        imported from long ago."""
+        if event.origin == HISTORY:
+            return {}
+        edits = []
+        if data.get("files_changed"):
+            edits, _ = Records.query(conn, view, filters={"session_id": session["session_id"], "kind": "observation"},
+                                     order="seq ASC", limit=500)  # fmt: skip
+        return self.services.codebase.summary_data({"kind": "summary", "data": data}, edits,
+                                                   project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
+
+
+def summary_title(summary, project: str | None) -> str:
+    """What a session was: what was asked and the files it changed, in one line of about 100 characters
+    (a search hit's index line shows the title that long: "how did we fix X?" is answered by the files)."""
+    files = [relative(f, project) for f in summary.files_changed]
+    if not summary.request or not files:
+        return ""
+    changed = ", ".join(files[:2]) + (f" (+{len(files) - 2})" if len(files) > 2 else "")
+    return f"{clip(summary.request, max(30, 89 - len(changed)))} → changed {changed}"[:160]
 
 
 def happened_at(event: InboxEvent) -> float:

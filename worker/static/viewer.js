@@ -149,6 +149,22 @@ function badge(text, extra) {
   return text ? el("span", { class: `badge ${extra || ""}` }, text) : null;
 }
 
+// A subagent's tool use says whose work it was (worker/pipeline/observations.py: tool_origin).
+function subagentBadge(record) {
+  const subagent = record.data && record.data.subagent;
+  return subagent ? badge(`subagent ${subagent.type || subagent.id}`) : null;
+}
+
+// A memory about code whose files moved on since it was written (worker/codebase: the Freshness model).
+const STALE_STATES = new Set(["changed", "deleted", "moved", "superseded"]);
+function codeBadge(record) {
+  const code = record.freshness;
+  if (!code || !STALE_STATES.has(code.state)) return null;
+  const node = badge(code.state === "superseded" ? `superseded: ${code.detail}` : code.detail || code.state, "warn stale");
+  node.title = "The code this memory is about changed since it was written";
+  return node;
+}
+
 function recordCard(record, extra) {
   const headline = record.title || record.memory;
   return el(
@@ -162,9 +178,11 @@ function recordCard(record, extra) {
       record.type !== record.kind ? badge(record.type) : null,
       record.status && record.status !== "active" ? badge(record.status, "warn") : null,
       record.branch && record.branch !== "main" ? badge(record.branch, "branch") : null,
+      subagentBadge(record),
       record.score !== undefined && record.score !== null ? badge(`score ${Number(record.score).toFixed(3)}`) : null,
       record.confidence !== undefined && record.confidence !== null ? badge(`conf ${Number(record.effective_confidence ?? record.confidence).toFixed(2)}`) : null,
       record.needs_verification ? badge("needs re-verification", "warn") : null,
+      codeBadge(record),
       el("time", {}, when(record.happened_at || record.created_at)),
     ),
     el("div", { class: "headline" }, shorten(headline, 200)),
@@ -218,6 +236,7 @@ async function showRecord(id) {
       ["id", shown.id], ["kind", shown.kind], ["layer", shown.layer], ["type", shown.type],
       ["status", shown.status], ["confidence", shown.confidence], ["branch", shown.branch],
       ["project", shown.project], ["session", shown.session_id], ["agent", shown.agent_id],
+      ["code", shown.freshness && shown.freshness.state !== "unknown" ? `${shown.freshness.state}${shown.freshness.detail ? `: ${shown.freshness.detail}` : ""}` : null],
       ["user", shown.user_id], ["happened", when(shown.happened_at)], ["seq", shown.seq],
       ["version", shown.version], ["data", Object.keys(shown.data || {}).length ? shown.data : null],
       ["metadata", Object.keys(shown.metadata || {}).length ? shown.metadata : null],

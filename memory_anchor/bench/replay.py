@@ -1,0 +1,294 @@
+"""`memory-anchor bench replay DIR`: what importing a folder of real sessions gives.
+
+The folder's Claude Code transcripts go through the importer (memory_anchor/history.py)
+into a real worker on a throw-away data dir and a free port, distilled locally unless
+`--claude`. Then, read the way a session reads memory (the endpoints the SessionStart and
+UserPromptSubmit hooks call, or the hooks themselves, and the MCP `search` tool through
+the real `mcp` client and the stdio bridge .mcp.json starts), it prints:
+
+- every rule and decision the briefing lists, with its source (the session, the user's
+  quote), so a reader can judge each one;
+- how many open next steps and facts the briefing lists (and memory holds), each printed;
+- for the sessions of the folder's `probes.jsonl` that changed files: whether per-prompt
+  recall, and the search's top 10, name a file the session changed when asked how its
+  issue was fixed;
+- the briefing's size, and whether its session lines name the last five sessions'
+  subjects and changed files; whether Claude Code's own text shows as the user's words;
+- import time (until everything is processed and embedded), the worker's CPU seconds
+  (a figure a loaded machine distorts less than wall time) and its RSS.
+
+`probes.jsonl`, one line a session: `session_id`, `title` (the issue's first line),
+`agent_files` (what the session's own patch changed: what memory can know). See
+shared/bench/replay/README.md. The goals are issue 25's "Done when".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = 'How did we fix "{title}" before? Which files did we change?'
+RULE_LINES = ("- rule:", "- decision:", "- preference:")
+# Claude Code's own text, which must never show as what the user asked or said.
+CLAUDE_CODE_TEXT = ("Caveat: The messages below", "<command-name>", "<command-message>", "<local-command",
+                    "<system-reminder>", "[Request interrupted", "<task-notification>", "Base directory for this skill",
+                    "<bash-input>", "<bash-stdout>")  # fmt: skip
+GOALS = {"rules": 2, "next_steps": 5, "recall": 0.95, "search": 0.92, "chars": 10_000, "last_sessions": 4,
+         "claude_code_text": 0, "import_seconds": 30.0}  # fmt: skip
+_FACT_REF = re.compile(r"\(fact ([0-9a-f]{8})\)")
+
+
+@dataclass
+class Probe:
+    session_id: str
+    title: str
+    files: list[str]  # the files the session's own patch changed, relative to the project
+
+
+def read_probes(folder: Path) -> dict[str, Probe]:
+    path = folder / "probes.jsonl"
+    if not path.exists():
+        return {}
+    probes = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            probes[row["session_id"]] = Probe(row["session_id"], row["title"], list(row.get("agent_files") or []))
+    return probes
+
+
+def names_a_file(text: str, files: list[str]) -> bool:
+    """Whether `text` names one of `files` (by its path in the project, absolute or not)."""
+    return any(f in text for f in files)
+
+
+def sections(briefing: str) -> dict[str, list[str]]:
+    """The briefing's sections: title -> its "- " lines."""
+    out: dict[str, list[str]] = {}
+    title = ""
+    for line in briefing.splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+            out[title] = []
+        elif line.startswith("- ") and title:
+            out[title].append(line)
+    return out
+
+
+def section(parts: dict[str, list[str]], starts: str) -> list[str]:
+    return next((lines for title, lines in parts.items() if title.startswith(starts)), [])
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_]{3,}", text.lower())}
+
+
+def names_session(lines: list[str], probe: Probe) -> bool:
+    """A session line names the session's subject (most of its title's words) and a file it changed."""
+    title = _words(probe.title)
+    for line in lines:
+        said = _words(line)
+        if title and len(title & said) >= 0.6 * len(title) and names_a_file(line, probe.files):
+            return True
+    return False
+
+
+def claude_code_text(texts: list[str]) -> list[str]:
+    return [t for t in texts if any(marker in t for marker in CLAUDE_CODE_TEXT)]
+
+
+def worker_process(data_dir: Path) -> dict[str, float]:
+    """The worker's CPU seconds, RSS and peak RSS (MB), from /proc (empty elsewhere)."""
+    try:
+        pid = json.loads((data_dir / "worker.json").read_text())["pid"]
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    except (OSError, ValueError, KeyError):
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {"cpu_seconds": (int(stat[11]) + int(stat[12])) / ticks,
+            "rss_mb": int(status["VmRSS"].split()[0]) / 1024, "peak_rss_mb": int(status["VmHWM"].split()[0]) / 1024}  # fmt: skip
+
+
+async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
+    """The MCP `search` tool's answers (top 10), through the real `mcp` client and the stdio bridge."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    bridge = StdioServerParameters(command=sys.executable, args=["-S", str(ROOT / "mcp_server" / "server.py")],
+                                   env=env, cwd=str(ROOT))  # fmt: skip
+    out = []
+    # The bridge's stderr goes nowhere: under a test runner ours is no file a process can write to.
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(bridge, errlog=quiet) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                for query in queries:
+                    result = await client.call_tool("search", {"query": query, "limit": 10})
+                    out.append("\n".join(getattr(block, "text", "") for block in result.content))
+    return out
+
+
+def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None = None, via: str = "api",
+            progress=None) -> dict[str, Any]:  # fmt: skip
+    """Import the folder's sessions (the last `quick` of them) into a fresh worker and read what it gives."""
+    from memory_anchor.bench.context import Run
+    from memory_anchor.history import Progress, import_history
+    from worker.capture.history import session_files
+
+    found = session_files(folder)
+    files = found.files[-quick:] if quick else found.files
+    probes = read_probes(folder)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ANCHOR_")}
+    if not claude:  # the local path: no key, no login, so nothing can reach Claude
+        env = {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_")}
+        env["MEMORY_ANCHOR_LLM_ROUTE"] = "local"
+    env["MEMORY_ANCHOR_DATA_DIR"] = str(work / "data")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    figures: dict[str, Any] = {"folder": str(folder), "sessions": len(files), "path": "claude" if claude else "local",
+                               "not_transcripts": [(p.name, why) for p, why in found.skipped]}  # fmt: skip
+    with Run(work, env) as run:
+        report = import_history(run.client, files, claude=claude, wait_index=True, progress=progress or Progress(quiet=True))
+        figures.update(events=report.events, accepted=report.accepted, refused=len(report.refused),
+                       import_seconds=report.indexed_seconds, processed_seconds=report.processed_seconds,
+                       sent_seconds=report.sent_seconds, **worker_process(run.data_dir))  # fmt: skip
+        last_session = run.client.get(f"/api/v1/sessions/{_session_id(files[-1])}")
+        cwd, project = last_session.get("cwd") or str(run.work), last_session["project"]
+        briefing = run.context_at(cwd, via)
+        parts = sections(briefing)
+        facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
+        figures["briefing"] = briefing
+        figures["chars"] = len(briefing)
+        figures["rules"] = [_with_source(line, facts) for parts_lines in [section(parts, "Standing rules")]
+                            for line in parts_lines if line.startswith(RULE_LINES)]  # fmt: skip
+        figures["next_steps"] = section(parts, "Open next steps")
+        figures["facts"] = section(parts, "Verified facts")
+        figures["stored"] = {"facts": len(facts),
+                             "open_next_steps": len(run.client.get("/api/v1/next-steps", project=project, limit=1000)["results"])}  # fmt: skip
+        sessions_lines = section(parts, "Last sessions")
+        ids = [_session_id(f) for f in files]
+        last = [probes[s] for s in ids[-5:] if s in probes]
+        figures["last_sessions"] = {"named": [p.title for p in last if names_session(sessions_lines, p)],
+                                    "missed": [p.title for p in last if not names_session(sessions_lines, p)]}  # fmt: skip
+        prompts = [p.get("memory") or p.get("text") or "" for p in run.client.get("/api/v1/prompts", limit=1000)["results"]]
+        asked = [line.split("asked: ", 1)[1] for line in sessions_lines if "asked: " in line]
+        figures["claude_code_text"] = claude_code_text(prompts + asked)
+        patched = [probes[s] for s in ids if s in probes and probes[s].files]
+        queries = [PROBE.format(title=p.title) for p in patched]
+        recalls = [run.recall_at(cwd, q, via) for q in queries]
+        searches = asyncio.run(_search_top10({**env, "CLAUDE_PROJECT_DIR": cwd, "CLAUDE_CODE_SESSION_ID": "bench-replay"},
+                                             queries)) if queries else []  # fmt: skip
+        figures["probes"] = [{"title": p.title, "files": p.files, "recall": names_a_file(r, p.files),
+                              "search": names_a_file(s, p.files)} for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+        figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
+    rows = figures["probes"]
+    figures["recall"] = sum(r["recall"] for r in rows) / len(rows) if rows else None
+    figures["search"] = sum(r["search"] for r in rows) / len(rows) if rows else None
+    return figures
+
+
+def _session_id(path: Path) -> str:
+    from worker.capture.history import session_id_of
+
+    return session_id_of(path)
+
+
+def _with_source(line: str, facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    ref = _FACT_REF.search(line)
+    fact = facts.get(ref.group(1)) if ref else None
+    data = (fact or {}).get("data") or {}
+    return {"line": line, "session": (fact or {}).get("session_id") or data.get("session_id"),
+            "source": (fact or {}).get("source"), "quote": data.get("quote")}  # fmt: skip
+
+
+def goals(figures: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
+    """Each of issue 25's goals: (measured, goal, met)."""
+
+    def at_least(value, goal):
+        return value is None or value >= goal
+
+    rows = {
+        "rules and decisions briefed": (len(figures["rules"]), f"<= {GOALS['rules']}", len(figures["rules"]) <= GOALS["rules"]),
+        "open next steps briefed": (len(figures["next_steps"]), f"<= {GOALS['next_steps']}",
+                                    len(figures["next_steps"]) <= GOALS["next_steps"]),
+        "recall names a changed file": (_pct(figures["recall"]), f">= {GOALS['recall']:.0%}", at_least(figures["recall"], GOALS["recall"])),
+        "search top 10 names one": (_pct(figures["search"]), f">= {GOALS['search']:.0%}", at_least(figures["search"], GOALS["search"])),
+        "briefing characters": (figures["chars"], f"<= {GOALS['chars']:,}", figures["chars"] <= GOALS["chars"]),
+        "last 5 sessions named (subject + file)": (len(figures["last_sessions"]["named"]), f">= {GOALS['last_sessions']}",
+                                                   len(figures["last_sessions"]["named"]) >= min(GOALS["last_sessions"], figures["sessions"])),
+        "Claude Code text as the user's words": (len(figures["claude_code_text"]), "0", not figures["claude_code_text"]),
+    }  # fmt: skip
+    seconds = figures.get("import_seconds")
+    rows["import seconds (processed + embedded)"] = (None if seconds is None else round(seconds, 1),
+                                                     f"<= {GOALS['import_seconds']:.0f} quiet", seconds is not None and seconds <= GOALS["import_seconds"])  # fmt: skip
+    return rows
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
+    """Print the figures; True when every goal is met."""
+    print(f"\n== {figures['folder']}: {figures['sessions']} sessions, {figures['events']:,} events, {figures['path']} path")
+    for name, why in figures["not_transcripts"]:
+        print(f"   skipped {name}: {why}")
+    print(f"import: {figures['import_seconds']:.1f} s until processed and embedded (read and sent in "
+          f"{figures['sent_seconds']:.1f} s, processed at {figures['processed_seconds']:.1f} s); worker CPU "
+          f"{figures.get('cpu_seconds', 0):.1f} s, RSS {figures.get('rss_mb', 0):.0f} MB (peak {figures.get('peak_rss_mb', 0):.0f} MB)")  # fmt: skip
+    print(f"\nrules and decisions in the briefing: {len(figures['rules'])}")
+    for rule in figures["rules"]:
+        print(f"  {rule['line']}\n      source: {rule['source']}, session {rule['session']}, the user's words: {rule['quote']!r}")
+    print(f"open next steps in the briefing: {len(figures['next_steps'])} (open in memory: {figures['stored']['open_next_steps']})")
+    for line in figures["next_steps"]:
+        print(f"  {line}")
+    print(f"facts in the briefing: {len(figures['facts'])} (active in memory: {figures['stored']['facts']})")
+    for line in figures["facts"]:
+        print(f"  {line}")
+    last = figures["last_sessions"]
+    print(f"briefing: {figures['chars']:,} characters; the last sessions named with subject and changed file: "
+          f"{len(last['named'])} of {len(last['named']) + len(last['missed'])}")  # fmt: skip
+    for title in last["missed"]:
+        print(f"  not named: {title}")
+    for text in figures["claude_code_text"]:
+        print(f"  Claude Code's text as the user's words: {text[:120]!r}")
+    rows = figures["probes"]
+    print(f"probes (sessions with a patch): {len(rows)}; recall names a changed file {sum(r['recall'] for r in rows)}, "
+          f"search top 10 {sum(r['search'] for r in rows)}")  # fmt: skip
+    for row in rows:
+        if not (row["recall"] and row["search"]):
+            print(f"  missed by {'recall' if not row['recall'] else ''}{' and ' if not row['recall'] and not row['search'] else ''}"
+                  f"{'search' if not row['search'] else ''}: {row['title']} ({', '.join(row['files'])})")  # fmt: skip
+    if show_briefing:
+        print("\n" + figures["briefing"])
+    print(f"\n{'goal':42} {'measured':>10}  goal")
+    ok = True
+    for name, (value, goal, met) in goals(figures).items():
+        print(f"{name:42} {str(value):>10}  {goal}  {'met' if met else 'MISSED'}")
+        ok = ok and met
+    return ok
+
+
+def run(args) -> int:
+    from memory_anchor.history import Progress
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"memory-anchor: {folder} is not a folder of transcripts", file=sys.stderr)
+        return 2
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-replay-"))
+    print(f"Memory Anchor replay benchmark: {folder}, data under {work}", flush=True)
+    started = time.monotonic()
+    figures = measure(folder, work, claude=args.claude, quick=args.quick, via=args.via, progress=Progress())
+    ok = report(figures, show_briefing=args.show_briefing)
+    print(f"\n{'goals met' if ok else 'goals NOT met'} ({time.monotonic() - started:.0f} s in all)")
+    return 0 if ok else 1

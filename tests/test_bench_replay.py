@@ -1,0 +1,54 @@
+"""`bench replay`, quick form: the last sessions of the django replay imported into a real worker.
+
+shared/bench/replay/django holds real agent sessions nobody here wrote, in Claude Code's
+transcript shape (its README): their prompts are django bug reports pasted in, none a
+standing instruction of the person at the keyboard, and the agents narrate their own
+process. Imported through `import-history` and read as a session reads memory (the
+briefing, per-prompt recall, the MCP search through the real `mcp` client), the
+figures the benchmark prints must be sane and issue 25's precision goals must hold on
+the slice. Durations are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_anchor.bench import replay
+from worker.memory.outcomes import is_narration
+
+DJANGO = Path("/work/shared/bench/replay/django")
+if not DJANGO.exists():
+    DJANGO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "replay" / "django"
+
+pytestmark = pytest.mark.skipif(not DJANGO.exists(), reason="the django replay folder is not present")
+
+
+def test_the_last_django_sessions_imported_brief_no_false_rule_and_recall_the_files(tmp_path, capsys):
+    figures = replay.measure(DJANGO, tmp_path, quick=5)
+    met = replay.report(figures)
+    printed = capsys.readouterr().out
+    print(printed)
+
+    # sane figures, all printed
+    assert figures["sessions"] == 5 and figures["events"] == figures["accepted"] > 100 and figures["refused"] == 0
+    assert [name for name, _ in figures["not_transcripts"]] == ["probes.jsonl"]  # skipped, with its reason
+    assert 0 < figures["processed_seconds"] <= figures["import_seconds"] and figures["cpu_seconds"] > 0
+    assert 50 < figures["rss_mb"] <= figures["peak_rss_mb"] < 2000
+    assert len(figures["probes"]) == 5 and f"{figures['chars']:,} characters" in printed
+    assert "import seconds (processed + embedded)" in printed and isinstance(met, bool)
+
+    # what memory asserts: no rule from a pasted bug report, no narration as a fact, a handful of steps
+    assert figures["rules"] == [], figures["briefing"]
+    assert not [line for line in figures["facts"] if is_narration(line)], figures["facts"]
+    assert len(figures["next_steps"]) <= replay.GOALS["next_steps"]
+    assert figures["claude_code_text"] == []
+    assert figures["chars"] <= replay.GOALS["chars"]
+    assert len(figures["last_sessions"]["named"]) >= replay.GOALS["last_sessions"], figures["last_sessions"]
+
+    # asked how an issue was fixed, recall and search name a source file the session changed
+    source = [row for row in figures["probes"] if any(f.endswith(".py") for f in row["files"])]
+    assert len(source) >= 4
+    assert all(row["recall"] for row in source), [r["title"] for r in source if not r["recall"]]
+    assert all(row["search"] for row in source), [r["title"] for r in source if not r["search"]]

@@ -1,0 +1,91 @@
+"""The indexer embeds each text once: what sessions repeat costs no second run of the model.
+
+An import of 107 real sessions embedded the same texts again and again (the same file
+read in every session, the same command run, a summary rewritten at Stop and at
+SessionEnd): a third of its texts, and embedding is most of an import's cost.
+The real model runs here; it is only watched, to count which texts reach it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_anchor import paths
+from worker.index.embeddings import Embedder
+from worker.index.indexer import RECENT_TEXTS, Indexer, embedding_text
+from worker.index.vectors import Vectors
+from worker.store.db import Database
+from worker.store.records import Records
+
+PROJECT = "/home/dev/shop"
+
+
+class WatchedEmbedder(Embedder):
+    """The real model, counting the texts it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return WatchedEmbedder()
+
+
+@pytest.fixture
+def store(tmp_path, embedder):
+    db = Database(paths.database_path(tmp_path))
+    vectors = Vectors(paths.chroma_path(tmp_path))
+    embedder.texts.clear()
+    yield db, vectors, Indexer(db, vectors, embedder)
+    vectors.close()
+    db.close()
+
+
+def observation(db, title: str, summary: str, session: str) -> dict:
+    with db.transaction() as conn:
+        return Records.put(conn, "observation", f"{title}\n{summary}", title=title, data={"summary": summary},
+                           project=PROJECT, session_id=session, user_id="alice")  # fmt: skip
+
+
+def test_a_text_sessions_repeat_is_embedded_once(store, embedder):
+    db, vectors, indexer = store
+    read = ("Read /home/dev/shop/app/cart.py", "Read /home/dev/shop/app/cart.py: 80 lines; starts `class Cart:`")
+    first = [observation(db, *read, "s1"), observation(db, *read, "s1"), observation(db, "Ran `pytest -q`", "3 passed", "s1")]
+    assert indexer.drain() == 3
+    later = [observation(db, *read, "s2"), observation(db, "Ran `make lint`", "clean", "s2")]  # a later batch
+    assert indexer.drain() == 2
+    assert sorted(embedder.texts) == sorted([embedding_text(first[0]), embedding_text(first[2]), embedding_text(later[1])])
+    # every version has its vector, the same one for the same text
+    index = vectors.index
+    same = [index.vector(r["seq"]) for r in (*first[:2], later[0])]
+    assert all(np.array_equal(same[0], v) for v in same)
+    assert not np.array_equal(same[0], index.vector(first[2]["seq"]))
+    fresh = Embedder().embed([embedding_text(first[0])])[0]
+    assert float(np.dot(fresh, same[0])) > 0.999  # what the model gives that text on its own
+
+
+def test_paths_in_the_project_are_embedded_as_the_project_names_them(store):
+    db, _, _ = store
+    edit = observation(db, "Edited /home/dev/shop/app/cart.py", "In /home/dev/shop/app/cart.py: `total()` → `sum(...)`", "s1")
+    assert embedding_text(edit) == "Edited app/cart.py\nIn app/cart.py: `total()` → `sum(...)`"
+    elsewhere = observation(db, "Read /etc/hosts", "Read /etc/hosts: 3 lines", "s1")
+    assert "/etc/hosts" in embedding_text(elsewhere)  # outside the project: the full path is what names it
+
+
+def test_the_texts_kept_for_reuse_are_bounded(store, embedder):
+    db, _, indexer = store
+    for n in range(40):
+        observation(db, f"Ran `job {n}`", f"step {n} finished", "s1")
+    indexer.drain()
+    assert len(indexer._recent) == 40 <= RECENT_TEXTS
+    for n in range(RECENT_TEXTS):
+        indexer._remember(f"text {n}", np.zeros(Embedder.dimension, dtype=np.float32))
+    assert len(indexer._recent) == RECENT_TEXTS and "text 0" in indexer._recent
+    assert not any(text.startswith("Ran `job") for text in indexer._recent)  # the oldest went first

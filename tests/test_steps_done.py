@@ -1,0 +1,129 @@
+"""Open next steps a commit did are closed with that commit (issue 27 item 3).
+
+A session leaves next steps; later commits, made outside any session, do some
+of them. The next briefing lists only what is still open, and the closed steps
+keep the commit that closed them. A wrong close hides work, so commits that
+touch a step's file for something else, or say only part of it, leave it open.
+Real git repositories, a real worker fed through the hook-event door.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from memory_anchor.bench.gitrepo import GitRepo
+from worker.codebase.commits import CommitDetail, commits_since
+from worker.codebase.git import find_repo, head
+from worker.memory.steps_done import does_step
+
+pytestmark = pytest.mark.both_backends
+
+
+def commit(subject: str, *files: str, body: str = "", added: str = "") -> CommitDetail:
+    return CommitDetail(sha="c0ffee" * 6 + "beef", time=2e9, subject=subject, body=body, files=files, added=added)
+
+
+@pytest.mark.parametrize("step, done_by", [
+    ("add a retry to fetch_user in src/api/client.py",
+     commit("Add retry to fetch_user", "src/api/client.py", added="def fetch_user(id, retries=3):")),
+    ("document the CART_TTL variable in docs/setup.md",
+     commit("docs: document CART_TTL", "docs/setup.md", added="CART_TTL: seconds a cart is kept")),
+    ("Rename the legacy exporter to csv_export",
+     commit("Rename legacy exporter to csv_export", "tools/export.py", added="def csv_export(rows):")),
+    ("update the changelog for the 2.1 release", commit("Close out the next steps", body="Fixes step 7.")),
+    ("remove the deprecated legacy_export helper from tools/export.py",
+     commit("Drop deprecated legacy_export", "tools/export.py")),  # another verb for the same work
+])  # fmt: skip
+def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_by):
+    assert does_step(7, step, done_by)
+
+
+@pytest.mark.parametrize("step, unrelated", [
+    # the step's file, for something else
+    ("add a retry to fetch_user in src/api/client.py", commit("Fix a typo in a comment", "src/api/client.py")),
+    # the step's words, but not its file
+    ("add a retry to fetch_user in src/api/client.py",
+     commit("Add retry to fetch_user", "src/api/server.py", added="fetch_user(retry=True)")),
+    # part of the step: its code name is nowhere in the commit
+    ("document the CART_TTL variable in docs/setup.md", commit("Document the variables", "docs/setup.md")),
+    # no file named, and the message says too little of it
+    ("write a migration guide for the new billing API", commit("Billing API: new endpoint")),
+    ("update the changelog for the 2.1 release", commit("Release 2.1", body="See step 71.")),
+    # half of it: the timeout is there, the retry is not
+    ("add a retry and a timeout to fetch_user in src/api/client.py",
+     commit("Add a timeout to fetch_user", "src/api/client.py", added="def fetch_user(id, timeout=5):")),
+    # the opposite of it
+    ("remove the legacy_export helper from tools/export.py",
+     commit("Add a legacy_export helper", "tools/export.py", added="def legacy_export(rows):")),
+])  # fmt: skip
+def test_a_commit_that_does_something_else_leaves_the_step_open(step, unrelated):
+    assert not does_step(7, step, unrelated)
+
+
+def test_commits_since_reads_messages_files_and_added_lines_in_one_call(tmp_path):
+    repo = GitRepo(tmp_path / "repo")
+    first = repo.commit("Start", files={"a.py": "x = 1\n"})
+    repo.commit("Move a to lib and add y", files={"a.py": None, "lib/a.py": "x = 1\ny = 2\n"})
+    repo.git("revert", "--no-edit", "HEAD", at=repo.clock + 30)
+    found = commits_since(find_repo(str(repo.root)), repo.clock - 30)  # after "Start"
+    assert [c.subject for c in found][:1] == ["Move a to lib and add y"] and len(found) == 2
+    assert set(found[0].files) == {"a.py", "lib/a.py"} and "y = 2" in found[0].added
+    assert found[1].reverts == found[0].sha
+    assert head(find_repo(str(repo.root))) == repo.git("rev-parse", "HEAD") and first != found[0].sha
+
+
+def test_outside_a_repository_there_are_no_commits_and_no_head(tmp_path):
+    assert find_repo(str(tmp_path)) is None and commits_since(None, 0) == []
+
+
+def _event(repo: str, session: str, name: str, **fields) -> dict:
+    return {"session_id": session, "transcript_path": f"/tmp/.claude/projects/x/{session}.jsonl", "cwd": repo,
+            "hook_event_name": name, **fields}  # fmt: skip
+
+
+def _session_leaving_steps(worker, repo: str, session: str) -> None:
+    for payload in (
+        _event(repo, session, "SessionStart", source="startup"),
+        _event(repo, session, "UserPromptSubmit", prompt="fix the rounding of cart totals", permission_mode="default"),
+        _event(repo, session, "Stop", stop_hook_active=False, last_assistant_message=(
+            "Fixed the rounding of cart totals in src/cart.py.\n\nNext steps:\n"
+            "- add a retry to fetch_user in src/api/client.py\n- document the CART_TTL variable in docs/setup.md")),
+        _event(repo, session, "SessionEnd", reason="other"),
+    ):  # fmt: skip
+        worker.post("/api/v1/events", payload, expect=202)
+    worker.wait_idle()
+
+
+def test_the_briefing_drops_a_step_a_commit_did_and_keeps_the_commit(worker, tmp_path):
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit("Start the shop", files={"src/api/client.py": "def fetch_user(id):\n    return get(id)\n",
+                                         "docs/setup.md": "# Setup\n", "src/cart.py": "total = 0\n"})  # fmt: skip
+    root = str(repo.root.resolve())
+    _session_leaving_steps(worker, root, "s-steps-1")
+    before = worker.get(f"/api/v1/context?project={quote(root)}")["context"]
+    assert "fetch_user" in before and "CART_TTL" in before
+
+    did = repo.commit("Add retry to fetch_user", files={
+        "src/api/client.py": "def fetch_user(id, retries=3):\n    return get(id, retries=retries)\n"})  # fmt: skip
+    repo.commit("Fix a typo in the setup guide", files={"docs/setup.md": "# Set up\n"})  # touches the other step's file
+
+    after = worker.get(f"/api/v1/context?project={quote(root)}")["context"]
+    open_steps = after.split("## Open next steps")[1].split("##")[0]
+    assert "fetch_user" not in open_steps and "CART_TTL" in open_steps
+    session_line = next(line for line in after.splitlines() if "done: Fixed the rounding" in line)
+    assert f"add a retry to fetch_user in src/api/client.py (done since: commit {did[:8]})" in session_line
+    [closed] = worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]
+    assert closed["closed_by_commit"] == {"commit": did, "subject": "Add retry to fetch_user"}
+    assert closed["text"] == "add a retry to fetch_user in src/api/client.py"
+    [still_open] = worker.get(f"/api/v1/next-steps?project={quote(root)}")["results"]
+    assert still_open["closed_by_commit"] is None and "CART_TTL" in still_open["text"]
+
+
+def test_outside_git_the_steps_stay_open_and_the_briefing_is_built(worker, tmp_path):
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    _session_leaving_steps(worker, str(plain.resolve()), "s-steps-2")
+    text = worker.get(f"/api/v1/context?project={quote(str(plain.resolve()))}")["context"]
+    assert "fetch_user" in text and "CART_TTL" in text
