@@ -4,6 +4,8 @@ Session 1, in a git project, reads app/cart.py and fixes it with Claude Code's o
 Edit tools (the model's side is scripted by the fake Messages API). Then a commit outside any
 session rewrites the fixed line. Session 2's first model request, as Claude Code sends it,
 carries the briefing: the session that made the fix is marked superseded, and its edit too.
+It runs on the newest pinned CLI only: what is checked is the worker's, given the Read and Edit
+payloads every supported version sends alike (tests/fixtures/transcripts).
 """
 
 from __future__ import annotations
