@@ -156,6 +156,7 @@ async def _warm_up(services: Services) -> None:
 def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
     data_dir = Path(data_dir or paths.data_dir())
     heap.configure_malloc()  # before any thread starts
+    heap.clear_reused_memory()  # before any request: no secret left in freed memory reaches a file
     try:
         lock = lifecycle.acquire_lock(data_dir)
     except lifecycle.AlreadyRunning as exc:
