@@ -171,8 +171,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
         figures["briefing"] = briefing
         figures["chars"] = len(briefing)
-        figures["rules"] = [_with_source(line, facts) for parts_lines in [section(parts, "Standing rules")]
-                            for line in parts_lines if line.startswith(RULE_LINES)]  # fmt: skip
+        figures["rules"] = [_with_source(line, facts) for line in section(parts, "Standing rules")
+                            if line.startswith(RULE_LINES)]  # fmt: skip
         figures["next_steps"] = section(parts, "Open next steps")
         figures["facts"] = section(parts, "Verified facts")
         figures["stored"] = {"facts": len(facts),
