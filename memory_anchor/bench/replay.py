@@ -235,7 +235,7 @@ def _with_source(line: str, facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     fact = facts.get(ref.group(1)) if ref else None
     data = (fact or {}).get("data") or {}
     return {"line": line, "session": (fact or {}).get("session_id") or data.get("session_id"),
-            "source": (fact or {}).get("source"), "quote": data.get("quote")}  # fmt: skip
+            "source": (fact or {}).get("source") or data.get("source"), "quote": data.get("quote")}  # fmt: skip
 
 
 def goals(figures: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
