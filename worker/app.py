@@ -133,7 +133,7 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
         await asyncio.sleep(every_seconds)
 
 
-async def _code_watch(services: Services, every_seconds: float = 5.0) -> None:
+async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:
     """When a repository's HEAD moves (a commit between sessions), ask git on the pipeline's thread
     what the next SessionStart's staleness marks will need (worker/codebase/service.py: warm)."""
     while True:
@@ -156,6 +156,7 @@ async def _warm_up(services: Services) -> None:
 def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
     data_dir = Path(data_dir or paths.data_dir())
     heap.configure_malloc()  # before any thread starts
+    heap.clear_reused_memory()  # before any request: no secret left in freed memory reaches a file
     try:
         lock = lifecycle.acquire_lock(data_dir)
     except lifecycle.AlreadyRunning as exc:

@@ -132,6 +132,9 @@ async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
         async with stdio_client(bridge, errlog=quiet) as (read, write):
             async with ClientSession(read, write) as client:
                 await client.initialize()
+                # The worker loads the MCP SDK when the first bridge connects; on a loaded machine that first
+                # hand-over can take longer than the bridge waits. Measured here: what search answers, not that.
+                await client.call_tool("search", {"query": "warm-up", "limit": 1})
                 for query in queries:
                     result = await client.call_tool("search", {"query": query, "limit": 10})
                     out.append("\n".join(getattr(block, "text", "") for block in result.content))
@@ -188,7 +191,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         searches = asyncio.run(_search_top10({**env, "CLAUDE_PROJECT_DIR": cwd, "CLAUDE_CODE_SESSION_ID": "bench-replay"},
                                              queries)) if queries else []  # fmt: skip
         figures["probes"] = [{"title": p.title, "files": p.files, "recall": names_a_file(r, p.files),
-                              "search": names_a_file(s, p.files)} for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+                              "search": names_a_file(s, p.files), "search_answer": s[:600]}
+                             for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
         figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
     rows = figures["probes"]
     figures["recall"] = sum(r["recall"] for r in rows) / len(rows) if rows else None
@@ -268,6 +272,10 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
         if not (row["recall"] and row["search"]):
             print(f"  missed by {'recall' if not row['recall'] else ''}{' and ' if not row['recall'] and not row['search'] else ''}"
                   f"{'search' if not row['search'] else ''}: {row['title']} ({', '.join(row['files'])})")  # fmt: skip
+    missed = next((row for row in rows if not row["search"]), None)
+    if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
+        print(f"  the search's answer to the first it missed ({missed['title']}):\n    "
+              + missed["search_answer"].replace("\n", "\n    "))  # fmt: skip
     if show_briefing:
         print("\n" + figures["briefing"])
     print(f"\n{'goal':42} {'measured':>10}  goal")

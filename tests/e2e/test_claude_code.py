@@ -23,6 +23,8 @@ import pytest
 
 from memory_anchor.client import WorkerClient
 from tests.e2e.harness import (
+    BACKGROUND_STEP,
+    DELEGATE_MARKER,
     MCP_PREFIX,
     RUN_MARKER,
     SEARCH_MEMORY,
@@ -166,6 +168,33 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
              message="session 2's Stop, after its tool uses, to be processed")  # fmt: skip
     kept = client.get("/api/v1/observations", session_id=second["session_id"], limit=50)["results"]
     assert not [o for o in kept if o["data"].get("tool_name", "").startswith(MCP_PREFIX)], kept
+
+
+@pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # 2.1.197's foreground agent: tests/test_hook_fields.py
+def test_a_subagents_tool_use_is_kept_with_its_agent_and_the_outcome_waits_for_it(machine, fake_api, marker):
+    """The model hands the marker command to a subagent, which 2.1.332 runs in the background: a
+    first Stop comes while it works, then its notification's turn and the Stop after the work."""
+    machine.run(DELEGATE_MARKER)
+    client, observation = session_one_observation(machine, marker)
+    assert observation["data"]["subagent"]["type"] == "general-purpose" and observation["data"]["subagent"]["id"]
+    session_id = observation["session_id"]
+    launches = [o for o in client.get("/api/v1/observations", session_id=session_id, limit=50)["results"]
+                if o["data"].get("tool_name") in ("Agent", "Task")]  # fmt: skip
+    assert launches and "subagent" not in launches[0]["data"]  # the main conversation launched it
+
+    def summary() -> dict | None:
+        summaries = client.get("/api/v1/summaries", session_id=session_id)["results"]
+        return summaries[0] if summaries else None
+
+    # Not closed while the agent worked: no version of the session's summary (nor an open next
+    # step) ever held the step the first Stop named, moot once the agent is done.
+    wait_for(lambda: client.get("/api/v1/sessions/" + session_id).get("status") == "ended", 60, message="SessionEnd")
+    latest = wait_for(summary, 60, message="the session's summary")
+    assert "the subagent printed the marker" in latest["memory"], latest["memory"]
+    versions = client.get(f"/api/v1/memories/{latest['id']}/history")["results"]
+    assert versions and not [v for v in versions if BACKGROUND_STEP in v["memory"]], [v["memory"] for v in versions]
+    steps = client.get("/api/v1/next-steps", project=str(machine.project))["results"]
+    assert not [s for s in steps if BACKGROUND_STEP in json.dumps(s)], steps
 
 
 @pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # the worker's concurrency, not Claude Code's
