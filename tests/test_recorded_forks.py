@@ -103,7 +103,7 @@ def test_a_fork_told_twice_or_of_itself(worker):
     assert first == {"session_id": "F1", "branch": "fork/F1", "chosen_by": "fork"}
     assert worker.post("/api/v1/sessions/F1/fork", {"parent_session_id": "S2"}) == first  # the first word stands
     status, body = worker.request("POST", "/api/v1/sessions/S1/fork", {"parent_session_id": "S1"})
-    assert status == 400 and "differ" in json.dumps(body)
+    assert status == 409 and "fork of itself" in json.dumps(body)  # well-formed, but it contradicts itself
     status, body = worker.request("POST", "/api/v1/sessions/S1/fork", {"parent": "S0"})
     assert status == 422 and "parent_session_id" in json.dumps(body), body  # the wire model names the field it wants
 

@@ -85,8 +85,12 @@ def fork_session(conn: sqlite3.Connection, session_id: str, parent_session: str,
     A session whose branch is already chosen (a switch, the environment, this
     fork told twice) keeps it; with `auto_branch_on_fork` off nothing is chosen here.
     """
-    if not session_id or not parent_session or session_id == parent_session:
-        raise RecordError("a fork needs its own session id and its parent's, and they differ")
+    if not session_id or not parent_session:
+        raise RecordError("a fork needs its own session id and its parent's")
+    if session_id == parent_session:
+        # well-formed, but the session it names is this one: a state the request contradicts (409)
+        raise RecordError(f"session {session_id!r} cannot be a fork of itself; name the session it was forked from",
+                          code="fork_of_itself", status=409)  # fmt: skip
     known = session_branch(conn, session_id)
     if known and branch_exists(conn, known["branch"]):
         return known
