@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from memory_anchor.hookkit.forks import env_file_session, fork_of, resumed_session
+from tests.conftest import tool_use_event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "forks"
 VERSIONS = ["2.1.197", "2.1.332"]
@@ -79,9 +80,7 @@ def test_a_worker_fed_the_recorded_sessions_puts_only_the_fork_on_its_own_branch
                 worker.post(f"/api/v1/sessions/{fork}/fork", {"parent_session_id": parent})
             status, body = worker.request("POST", "/api/v1/events", payload)
             assert status == 202, body
-        # Between two runs the worker is done with the last (a fork made from the parent's
-        # branch while the parent's last events still wait in the inbox would not see them).
-        worker.wait_idle()
+        worker.wait_idle()  # a fork right after its parent: test_a_fork_sees_its_parents_events_still_in_the_inbox
 
     fork, parent = ids["fork"], ids["parent"]
     assert worker.get(f"/api/v1/sessions/{fork}/branch") == {"session_id": fork, "branch": f"fork/{fork}", "chosen_by": "fork"}
@@ -90,12 +89,42 @@ def test_a_worker_fed_the_recorded_sessions_puts_only_the_fork_on_its_own_branch
     assert {b["name"] for b in worker.get("/api/v1/branches")["results"]} == {"main", f"fork/{fork}"}
 
     def commands(branch: str) -> set[str]:
-        found = worker.get(f"/api/v1/observations?branch={quote(branch)}&limit=50")["results"]
-        return {observation["data"].get("command") for observation in found}
+        return branch_commands(worker, branch)
 
     # The fork's tool use is on its branch only; the parent's later ones (resume, continue) stay on main.
     assert {"echo parent", "echo fork"} <= commands(f"fork/{fork}")
     assert "echo fork" not in commands("main") and {"echo parent", "echo resume", "echo continue"} <= commands("main")
+
+
+def branch_commands(worker, branch: str) -> set[str]:
+    """The commands of the tool uses a branch's view holds."""
+    found = worker.get(f"/api/v1/observations?branch={quote(branch)}&limit=100")["results"]
+    return {observation["data"].get("command") for observation in found}
+
+
+def test_a_fork_sees_its_parents_events_still_in_the_inbox(worker):
+    """`claude --resume S1 --fork-session` right after S1's last tool uses: the worker is told
+    of the fork while they still wait in its inbox. The fork's branch is made once they are
+    processed, so it holds all its parent did, and the parent's branch has none of the fork."""
+    ids = sessions("2.1.332")
+    parent, fork = ids["parent"], ids["fork"]
+    worker.request("POST", "/api/v1/events", tool_use_event("warm-up", 0))
+    worker.wait_idle()  # the pipeline's first pass loads the embedding model: not what is measured here
+    last = [tool_use_event(parent, n) for n in range(1, 21)]
+    for payload, _known in recorded("2.1.332", "parent"):
+        assert worker.request("POST", "/api/v1/events", payload)[0] == 202
+    for payload in last:
+        assert worker.request("POST", "/api/v1/events", payload)[0] == 202
+    assert worker.post(f"/api/v1/sessions/{fork}/fork", {"parent_session_id": parent})["branch"] == f"fork/{fork}"
+
+    parents_commands = {"echo parent"} | {payload["tool_input"]["command"] for payload in last}
+    # Read before the fork's own events exist: what the fork's first briefing and recall see.
+    assert parents_commands <= branch_commands(worker, f"fork/{fork}")
+    for payload, _known in recorded("2.1.332", "fork"):
+        assert worker.request("POST", "/api/v1/events", payload)[0] == 202
+    worker.wait_idle()
+    assert parents_commands | {"echo fork"} <= branch_commands(worker, f"fork/{fork}")
+    assert "echo fork" not in branch_commands(worker, "main")
 
 
 def test_a_fork_told_twice_or_of_itself(worker):
