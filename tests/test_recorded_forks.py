@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from memory_anchor.hookkit.forks import env_file_session, fork_of, resumed_session
+from memory_anchor.projects import context_cache_path, project_for_cwd
 from tests.conftest import tool_use_event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "forks"
@@ -173,3 +174,57 @@ def test_the_hook_finds_claudes_arguments_among_its_ancestors(tmp_path):
     plain = subprocess.run(["sh", "-c", f"{script}; true", "claude", "--resume", "S1"], env=env,
                            capture_output=True, text=True, timeout=30)  # fmt: skip
     assert json.loads(plain.stdout) == []
+
+
+def test_forks_started_while_the_worker_is_down_get_their_branch_when_it_is_back(tmp_path):
+    """Each version's recorded parent and fork run through the real hooks while the worker is
+    down (a worker.json left by a crash): everything is spooled, the fork's SessionStart with
+    its parent. The worker started afterwards ingests the spool and puts each fork on its branch,
+    made from its parent's (each parent writes to a branch of its own: MEMORY_ANCHOR_BRANCH)."""
+    import socket
+    import subprocess
+
+    from tests.conftest import start_worker
+    from tests.test_hooks import EVENTS, HOOKS, hook_env, spool_lines
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "worker.json").write_text(json.dumps({"pid": 999999, "port": dead_port, "token": "t"}))
+
+    def run_hooks(version: str, step: str, **extra: str) -> None:
+        """Each hook as Claude Code ran it: under the `claude` process's arguments, with its environment."""
+        for payload, known in recorded(version, step):
+            env = hook_env(data, CLAUDE_ENV_FILE=known["CLAUDE_ENV_FILE"] or "", **extra)
+            claude_pid = "CLAUDE_PID=$$ " if known["CLAUDE_PID"] else ""  # 2.1.214+ names the claude process
+            hook = f"{claude_pid}python3 -S {HOOKS / EVENTS[payload['hook_event_name']]}; true"
+            done = subprocess.run(["sh", "-c", hook, *known["claude_argv"]], input=json.dumps(payload).encode(),
+                                  env=env, capture_output=True, timeout=30)  # fmt: skip
+            assert done.returncode == 0 and done.stderr == b"", done.stderr
+
+    for version in VERSIONS:
+        # A briefing cached by an earlier worker: SessionStart prints it rather than wait for a new worker.
+        cache = context_cache_path(data, project_for_cwd(recorded(version, "parent")[0][0]["cwd"]))
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text("# Memory Anchor\n- cached: builds use uv")
+        run_hooks(version, "parent", MEMORY_ANCHOR_BRANCH=f"parent-{version}")
+        run_hooks(version, "fork")
+    starts = {e["payload"]["session_id"]: e["payload"].get("parent_session_id") for e in spool_lines(data)
+              if e["payload"]["hook_event_name"] == "SessionStart" and e["payload"].get("source") != "startup"}  # fmt: skip
+    assert starts == {sessions(version)["fork"]: sessions(version)["parent"] for version in VERSIONS}
+
+    worker = start_worker(data)
+    try:
+        worker.wait_idle()
+        for version in VERSIONS:
+            fork, parent = sessions(version)["fork"], sessions(version)["parent"]
+            assert worker.get(f"/api/v1/sessions/{fork}/branch") == {"session_id": fork, "branch": f"fork/{fork}",
+                                                                    "chosen_by": "fork"}  # fmt: skip
+            assert worker.get(f"/api/v1/branches/fork/{fork}")["parent"] == f"parent-{version}"
+            assert {"echo parent", "echo fork"} <= branch_commands(worker, f"fork/{fork}")
+            assert "echo fork" not in branch_commands(worker, f"parent-{version}")
+        assert branch_commands(worker, "main") == set()
+    finally:
+        worker.stop()
