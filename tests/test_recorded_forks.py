@@ -181,18 +181,13 @@ def test_forks_started_while_the_worker_is_down_get_their_branch_when_it_is_back
     down (a worker.json left by a crash): everything is spooled, the fork's SessionStart with
     its parent. The worker started afterwards ingests the spool and puts each fork on its branch,
     made from its parent's (each parent writes to a branch of its own: MEMORY_ANCHOR_BRANCH)."""
-    import socket
     import subprocess
 
     from tests.conftest import start_worker
-    from tests.test_hooks import EVENTS, HOOKS, hook_env, spool_lines
+    from tests.test_hooks import EVENTS, HOOKS, crashed_worker_info, hook_env, spool_lines
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead_port = s.getsockname()[1]
     data = tmp_path / "data"
-    data.mkdir()
-    (data / "worker.json").write_text(json.dumps({"pid": 999999, "port": dead_port, "token": "t"}))
+    crashed_worker_info(data)
 
     def run_hooks(version: str, step: str, **extra: str) -> None:
         """Each hook as Claude Code ran it: under the `claude` process's arguments, with its environment."""
