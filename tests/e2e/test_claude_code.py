@@ -305,3 +305,37 @@ def test_bench_first_run_cold_and_warm_pip_cache():
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ["cold", "warm"]
     assert all("first observation" in line and "packages" in line for line in lines)
+
+
+@pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)
+def test_a_project_with_history_is_offered_its_import_until_it_is_imported(machine, fake_api, marker):
+    """A user installs the plugin in a project Claude Code has history for: the first session's briefing
+    says in one line that the earlier session can be imported, and how; `memory-anchor import-history`
+    run in the project imports it, and the next session says nothing of it."""
+    import shutil
+    import subprocess
+
+    from worker.capture.history import project_slug
+
+    root = Path(__file__).resolve().parents[2]
+    folder = machine.home / ".claude" / "projects" / project_slug(str(machine.project))
+    folder.mkdir(parents=True)
+    earlier = next((root / "tests" / "fixtures" / "transcripts" / "2.1.197").glob("*.jsonl"))
+    shutil.copy(earlier, folder / earlier.name)  # a session from before the plugin, by the real CLI
+
+    since = len(fake_api.messages())
+    machine.run(RUN_MARKER)
+    first = json.dumps(main_requests(fake_api, since)[0])
+    assert "1 earlier Claude Code session of this project can be imported" in first
+    assert "memory-anchor import-history" in first
+    assert len(list(folder.glob("*.jsonl"))) == 2  # Claude Code kept this session's transcript beside it
+
+    env = {**machine.env, "MEMORY_ANCHOR_DATA_DIR": str(machine.plugin_data()), "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "memory_anchor.cli.main", "import-history", "--wait"],
+                          cwd=machine.project, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 sessions" in done.stdout and "left out 1 sessions the hooks captured live" in done.stdout
+
+    since = len(fake_api.messages())
+    machine.run(RUN_MARKER)
+    assert "can be imported" not in json.dumps(main_requests(fake_api, since)[0])
