@@ -10,7 +10,6 @@ table; the first two tests prove the two cannot drift apart.
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 
 from hypothesis import given, settings
@@ -20,7 +19,7 @@ from memory_anchor import paths
 from memory_anchor.hookkit import fields
 from memory_anchor.schemas.events import EVENT_MODELS, HOOK_EVENTS, event_refusal, json_types
 from tests.conftest import tool_use_event, wait_for
-from tests.test_hooks import base_payload, hook_env, run_hook, spool_lines
+from tests.test_hooks import base_payload, crashed_worker_info, hook_env, run_hook, spool_lines
 
 
 def test_the_hooks_table_is_the_wire_models_types():
@@ -106,10 +105,7 @@ def test_a_hook_logs_and_drops_an_event_the_worker_refuses(shared_worker, tmp_pa
 
 
 def test_a_hook_does_not_spool_an_event_the_worker_would_refuse(tmp_path):
-    with socket.socket() as s:  # a port nobody listens on: the worker is down
-        s.bind(("127.0.0.1", 0))
-        dead_port = s.getsockname()[1]
-    (tmp_path / "worker.json").write_text(json.dumps({"pid": 999999, "port": dead_port, "token": "t"}))
+    crashed_worker_info(tmp_path)  # the worker is down
     bad = base_payload("Stop", "door-spool", "/tmp") | {"stop_hook_active": "sometimes"}
     assert run_hook("Stop", bad, hook_env(tmp_path)).returncode == 0
     good = base_payload("Stop", "door-spool", "/tmp") | {"stop_hook_active": False, "new_field": [1]}

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from tests.conftest import ROOT, tool_use_event, wait_for
-from tests.test_hooks import base_payload, spool_lines
+from tests.test_hooks import base_payload, crashed_worker_info, spool_lines
 
 HOOKS_JSON = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
 REAL_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
@@ -90,12 +90,8 @@ def test_an_event_claude_code_does_not_wait_on_is_delivered_after_the_hook_exits
 
 
 def test_a_detached_event_is_spooled_when_no_worker_answers(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead_port = s.getsockname()[1]
     data = tmp_path / "data"
-    data.mkdir()
-    (data / "worker.json").write_text(json.dumps({"pid": 999999, "port": dead_port, "token": "t"}))
+    crashed_worker_info(data)
     payload = base_payload("Stop", "bg-down", "/tmp", stop_hook_active=False, last_assistant_message="done")
     result = run_as_claude_code("Stop", payload, claude_code_env(data, tmp_path / "plugin"))
     assert result.returncode == 0 and result.stdout == b"" and result.stderr == b""

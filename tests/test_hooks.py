@@ -58,6 +58,17 @@ def spool_lines(data_dir: Path) -> list[dict]:
     return [json.loads(line) for line in spool.read_text().splitlines()] if spool.exists() else []
 
 
+def crashed_worker_info(data_dir: Path) -> None:
+    """A worker.json left by a worker that died: it names a port nobody listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "worker.json").write_text(json.dumps({"pid": 999999, "port": dead_port, "token": "t"}))
+
+
 def base_payload(event: str, session_id: str, cwd: str, **fields) -> dict:
     return {
         "session_id": session_id,
@@ -181,11 +192,7 @@ def test_rejected_event_is_spooled_not_lost(tmp_path):
 
 
 def test_worker_down_spools_quietly_without_hanging(tmp_path):
-    # A stale worker.json pointing at a closed port, as after a crash.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead_port = s.getsockname()[1]
-    (tmp_path / "worker.json").write_text(json.dumps({"pid": 999999, "port": dead_port, "token": "t"}))
+    crashed_worker_info(tmp_path)
     event = tool_use_event("down", 1, output="albatross-99")
     # A hook that waited on the dead port would fail here through run_hook's timeout.
     result = run_hook("PostToolUse", event, hook_env(tmp_path, MEMORY_ANCHOR_BRANCH="b1", MEMORY_ANCHOR_AGENT_ID="a1"))

@@ -18,6 +18,8 @@ from urllib.parse import quote
 import pytest
 
 from memory_anchor.hookkit.forks import env_file_session, fork_of, resumed_session
+from memory_anchor.projects import context_cache_path, project_for_cwd
+from tests.conftest import tool_use_event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "forks"
 VERSIONS = ["2.1.197", "2.1.332"]
@@ -79,9 +81,7 @@ def test_a_worker_fed_the_recorded_sessions_puts_only_the_fork_on_its_own_branch
                 worker.post(f"/api/v1/sessions/{fork}/fork", {"parent_session_id": parent})
             status, body = worker.request("POST", "/api/v1/events", payload)
             assert status == 202, body
-        # Between two runs the worker is done with the last (a fork made from the parent's
-        # branch while the parent's last events still wait in the inbox would not see them).
-        worker.wait_idle()
+        worker.wait_idle()  # a fork right after its parent: test_a_fork_sees_its_parents_events_still_in_the_inbox
 
     fork, parent = ids["fork"], ids["parent"]
     assert worker.get(f"/api/v1/sessions/{fork}/branch") == {"session_id": fork, "branch": f"fork/{fork}", "chosen_by": "fork"}
@@ -90,12 +90,42 @@ def test_a_worker_fed_the_recorded_sessions_puts_only_the_fork_on_its_own_branch
     assert {b["name"] for b in worker.get("/api/v1/branches")["results"]} == {"main", f"fork/{fork}"}
 
     def commands(branch: str) -> set[str]:
-        found = worker.get(f"/api/v1/observations?branch={quote(branch)}&limit=50")["results"]
-        return {observation["data"].get("command") for observation in found}
+        return branch_commands(worker, branch)
 
     # The fork's tool use is on its branch only; the parent's later ones (resume, continue) stay on main.
     assert {"echo parent", "echo fork"} <= commands(f"fork/{fork}")
     assert "echo fork" not in commands("main") and {"echo parent", "echo resume", "echo continue"} <= commands("main")
+
+
+def branch_commands(worker, branch: str) -> set[str]:
+    """The commands of the tool uses a branch's view holds."""
+    found = worker.get(f"/api/v1/observations?branch={quote(branch)}&limit=100")["results"]
+    return {observation["data"].get("command") for observation in found}
+
+
+def test_a_fork_sees_its_parents_events_still_in_the_inbox(worker):
+    """`claude --resume S1 --fork-session` right after S1's last tool uses: the worker is told
+    of the fork while they still wait in its inbox. The fork's branch is made once they are
+    processed, so it holds all its parent did, and the parent's branch has none of the fork."""
+    ids = sessions("2.1.332")
+    parent, fork = ids["parent"], ids["fork"]
+    worker.request("POST", "/api/v1/events", tool_use_event("warm-up", 0))
+    worker.wait_idle()  # the pipeline's first pass loads the embedding model: not what is measured here
+    last = [tool_use_event(parent, n) for n in range(1, 21)]
+    for payload, _known in recorded("2.1.332", "parent"):
+        assert worker.request("POST", "/api/v1/events", payload)[0] == 202
+    for payload in last:
+        assert worker.request("POST", "/api/v1/events", payload)[0] == 202
+    assert worker.post(f"/api/v1/sessions/{fork}/fork", {"parent_session_id": parent})["branch"] == f"fork/{fork}"
+
+    parents_commands = {"echo parent"} | {payload["tool_input"]["command"] for payload in last}
+    # Read before the fork's own events exist: what the fork's first briefing and recall see.
+    assert parents_commands <= branch_commands(worker, f"fork/{fork}")
+    for payload, _known in recorded("2.1.332", "fork"):
+        assert worker.request("POST", "/api/v1/events", payload)[0] == 202
+    worker.wait_idle()
+    assert parents_commands | {"echo fork"} <= branch_commands(worker, f"fork/{fork}")
+    assert "echo fork" not in branch_commands(worker, "main")
 
 
 def test_a_fork_told_twice_or_of_itself(worker):
@@ -144,3 +174,52 @@ def test_the_hook_finds_claudes_arguments_among_its_ancestors(tmp_path):
     plain = subprocess.run(["sh", "-c", f"{script}; true", "claude", "--resume", "S1"], env=env,
                            capture_output=True, text=True, timeout=30)  # fmt: skip
     assert json.loads(plain.stdout) == []
+
+
+def test_forks_started_while_the_worker_is_down_get_their_branch_when_it_is_back(tmp_path):
+    """Each version's recorded parent and fork run through the real hooks while the worker is
+    down (a worker.json left by a crash): everything is spooled, the fork's SessionStart with
+    its parent. The worker started afterwards ingests the spool and puts each fork on its branch,
+    made from its parent's (each parent writes to a branch of its own: MEMORY_ANCHOR_BRANCH)."""
+    import subprocess
+
+    from tests.conftest import start_worker
+    from tests.test_hooks import EVENTS, HOOKS, crashed_worker_info, hook_env, spool_lines
+
+    data = tmp_path / "data"
+    crashed_worker_info(data)
+
+    def run_hooks(version: str, step: str, **extra: str) -> None:
+        """Each hook as Claude Code ran it: under the `claude` process's arguments, with its environment."""
+        for payload, known in recorded(version, step):
+            env = hook_env(data, CLAUDE_ENV_FILE=known["CLAUDE_ENV_FILE"] or "", **extra)
+            claude_pid = "CLAUDE_PID=$$ " if known["CLAUDE_PID"] else ""  # 2.1.214+ names the claude process
+            hook = f"{claude_pid}python3 -S {HOOKS / EVENTS[payload['hook_event_name']]}; true"
+            done = subprocess.run(["sh", "-c", hook, *known["claude_argv"]], input=json.dumps(payload).encode(),
+                                  env=env, capture_output=True, timeout=30)  # fmt: skip
+            assert done.returncode == 0 and done.stderr == b"", done.stderr
+
+    for version in VERSIONS:
+        # A briefing cached by an earlier worker: SessionStart prints it rather than wait for a new worker.
+        cache = context_cache_path(data, project_for_cwd(recorded(version, "parent")[0][0]["cwd"]))
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text("# Memory Anchor\n- cached: builds use uv")
+        run_hooks(version, "parent", MEMORY_ANCHOR_BRANCH=f"parent-{version}")
+        run_hooks(version, "fork")
+    starts = {e["payload"]["session_id"]: e["payload"].get("parent_session_id") for e in spool_lines(data)
+              if e["payload"]["hook_event_name"] == "SessionStart" and e["payload"].get("source") != "startup"}  # fmt: skip
+    assert starts == {sessions(version)["fork"]: sessions(version)["parent"] for version in VERSIONS}
+
+    worker = start_worker(data)
+    try:
+        worker.wait_idle()
+        for version in VERSIONS:
+            fork, parent = sessions(version)["fork"], sessions(version)["parent"]
+            assert worker.get(f"/api/v1/sessions/{fork}/branch") == {"session_id": fork, "branch": f"fork/{fork}",
+                                                                    "chosen_by": "fork"}  # fmt: skip
+            assert worker.get(f"/api/v1/branches/fork/{fork}")["parent"] == f"parent-{version}"
+            assert {"echo parent", "echo fork"} <= branch_commands(worker, f"fork/{fork}")
+            assert "echo fork" not in branch_commands(worker, f"parent-{version}")
+        assert branch_commands(worker, "main") == set()
+    finally:
+        worker.stop()

@@ -53,6 +53,15 @@ def fork_of(payload: dict, environ: dict, read_command_line=None) -> tuple[str, 
     return None
 
 
+def carrying_link(payload: dict, fork: str, parent: str) -> dict:
+    """This SessionStart's payload as the fork's own, naming its parent: what the hook sends (or
+    spools) when the worker could not be told of the fork. The worker's fork rule reads
+    `parent_session_id` from a resumed or forked SessionStart (worker/branching/sessions.py);
+    2.1.197's payload is the parent's, so its `session_id` becomes the fork's (the parent's
+    is the one in `parent_session_id`)."""
+    return {**payload, "session_id": fork, "parent_session_id": parent}
+
+
 def claude_command_line(environ: dict, levels: int = 6) -> list[str]:
     """The `claude` process's arguments: `CLAUDE_PID`'s (2.1.214+), else the first of this
     hook's ancestors with `--fork-session` (2.1.197 runs a hook under a shell or two)."""

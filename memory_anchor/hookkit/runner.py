@@ -26,6 +26,9 @@ from memory_anchor.hookkit import interpreter, jsonlite, spool, wire
 EVENT_TIMEOUT = 2.0
 CONTEXT_TIMEOUT = 3.0
 RECALL_TIMEOUT = 1.5
+# A fork's announcement: the worker first lets its parent's last events be processed
+# (worker/api/branches.py FORK_WAIT, 3 s at most, only when some are still pending).
+FORK_TIMEOUT = 4.0
 # How long SessionStart waits for a worker it has just started, when there is
 # no cached context to print instead.
 NEW_WORKER_WAIT = 5.0
@@ -141,7 +144,12 @@ class Hook:
 
     def link_fork(self) -> str | None:
         """If this SessionStart opens a fork, tell the worker whose (before the fork's first event
-        reaches it) and return the fork's session id; None otherwise (hookkit/forks.py)."""
+        reaches it) and return the fork's session id; None otherwise (hookkit/forks.py).
+
+        A worker that cannot be told now learns it from the event itself: its payload then
+        names the fork and its parent (`forks.carrying_link`), so the spool keeps the link
+        with the event and the fork gets its branch when the worker takes it.
+        """
         from memory_anchor.hookkit import forks
 
         link = forks.fork_of(self.payload, os.environ)
@@ -149,8 +157,13 @@ class Hook:
             return None
         fork, parent = link
         body = jsonlite.dumps({"parent_session_id": parent}, ascii_only=True).encode("utf-8")
-        if self.get_json("POST", f"/api/v1/sessions/{wire.quote(fork)}/fork", body, EVENT_TIMEOUT) is None:
-            log(self.data_dir, self.event, f"session {fork} is a fork of {parent}; the worker was not told")
+        told = self.info is not None and self.get_json(
+            "POST", f"/api/v1/sessions/{wire.quote(fork)}/fork", body, FORK_TIMEOUT
+        ) is not None
+        if not told:
+            log(self.data_dir, self.event, f"session {fork} is a fork of {parent}; the worker was not told, "
+                "the event carries it")  # fmt: skip
+            self.raw = jsonlite.dumps(forks.carrying_link(self.payload, fork, parent), ascii_only=True).encode("utf-8")
         return fork
 
     def refusal(self) -> str | None:
@@ -324,7 +337,7 @@ def run(event: str, raw: bytes) -> None:
         data_dir = paths.data_dir_str()
         hook = Hook(event, raw, data_dir)
         extra = EXTRAS.get(event)
-        if event == "SessionStart" and hook.info is not None:
+        if event == "SessionStart":
             hook.fork = hook.link_fork()
         pending = hook.send_event()
         if pending is not None and extra is not None and overlaps(event, hook):

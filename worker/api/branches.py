@@ -6,6 +6,10 @@ more specific routes (`.../diff`, `.../merge`) are listed first.
 
 from __future__ import annotations
 
+import logging
+import time
+from functools import partial
+
 from aiohttp import web
 
 from memory_anchor.schemas.branches import (
@@ -21,10 +25,16 @@ from memory_anchor.schemas.branches import (
 from worker.api.middleware import read_json_object
 from worker.api.openapi import query_param, request_model
 from worker.api.params import actor, int_param
+from worker.api.waiting import wait_while
 from worker.branching.service import BranchService
 from worker.store.records import MAIN, RecordError
 
+log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
+
+# Seconds a fork's announcement waits for its parent's last events to be processed. Only a fork
+# made while they are still in the inbox waits at all (its SessionStart hook allows FORK_TIMEOUT).
+FORK_WAIT = 3.0
 
 
 def _service(request: web.Request) -> BranchService:
@@ -142,8 +152,21 @@ async def fork_session(request: web.Request) -> web.Response:
     """This session is a fork of `parent_session_id`: it writes to its own branch, made from the parent's.
 
     The SessionStart hook says so before the fork's first event (no payload names the parent).
+    The branch starts from the parent's as it is once the parent's events received before
+    this request are processed, so the fork sees all its parent did; that wait is bounded
+    (FORK_WAIT), and costs one inbox query when nothing of the parent is pending.
     """
     body = SessionFork.model_validate(await read_json_object(request))
+    services = request.app["services"]
+    forked_at = time.time()
+    parent_busy = partial(services.inbox.has_pending, body.parent_session_id, received_before=forked_at)
+    if parent_busy():
+        pipeline = request.app.get("pipeline")
+        if pipeline is not None:
+            pipeline.wake()
+        if not await wait_while(parent_busy, FORK_WAIT):
+            log.warning("session %s forks %s before the parent's last events were processed (%.1f s): its branch "
+                        "starts without them", request.match_info["session_id"], body.parent_session_id, FORK_WAIT)  # fmt: skip
     return web.json_response(
         await _run(request, _service(request).fork_session, request.match_info["session_id"], body.parent_session_id)
     )

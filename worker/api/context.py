@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 
 from memory_anchor.schemas.events import RecallRequest
 from worker.api.middleware import read_json_object
 from worker.api.openapi import request_model
 from worker.api.params import branch_param, int_param
+from worker.api.waiting import wait_while
 from worker.capture.history_offer import importable_sessions, offer_line
 from worker.context import ContextRequest, build_context, write_cache
 from worker.context.model import estimate_tokens
@@ -74,12 +73,8 @@ async def _wait_for_session(services, session_id: str, timeout: float = 1.0) -> 
     The hook posts the event, then asks for the context; the session's branch
     (a fork's own branch, a switch) is only known once that event is processed.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while services.session_branch(session_id) is None and services.inbox.has_pending(session_id):
-        if loop.time() > deadline:
-            return
-        await asyncio.sleep(0.02)
+    await wait_while(lambda: services.session_branch(session_id) is None and services.inbox.has_pending(session_id),
+                     timeout)  # fmt: skip
 
 
 @routes.post("/api/v1/recall")

@@ -227,9 +227,11 @@ class Inbox:
             found.update(r[0] for r in rows)
         return found
 
-    def has_pending(self, session_id: str) -> bool:
+    def has_pending(self, session_id: str, received_before: float | None = None) -> bool:
+        """Whether an event of this session (received before `received_before`, if given) waits to be processed."""
         row = self.db.reader().execute(
-            "SELECT 1 FROM inbox WHERE session_id = ? AND status = 'pending' LIMIT 1", (session_id,)
+            "SELECT 1 FROM inbox WHERE session_id = ? AND status = 'pending' AND received_at < ? LIMIT 1",
+            (session_id, float("inf") if received_before is None else received_before),
         ).fetchone()
         return row is not None
 
