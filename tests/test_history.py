@@ -193,3 +193,12 @@ def test_only_claude_code_transcripts_are_sessions(tmp_path):
         "probes.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
         "summary-only.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
     }
+
+
+def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):
+    from worker.capture.history_offer import importable_sessions
+
+    # What a caller sends as transcript_path is listed only when it is a folder (never raised on).
+    assert importable_sessions(None, "/no/such/folder/s.jsonl", "s", tmp_path) == 0
+    assert importable_sessions(None, "bad\0path/s.jsonl", "s", tmp_path) == 0
+    assert importable_sessions(None, "", None, tmp_path) == 0

@@ -117,12 +117,15 @@ def test_a_background_agents_notification_is_neither_the_users_ask_nor_recalled(
 # --- 2. subagents ----------------------------------------------------------------------
 
 
-def test_a_subagents_tool_use_is_kept_with_its_agent(worker):
-    post_all(worker, [e for e in session_events("2.1.332") if e["hook_event_name"] != "SubagentStop"])
+@pytest.mark.parametrize("version", VERSIONS)  # in the foreground on 2.1.197, in the background on 2.1.332
+def test_a_subagents_tool_use_is_kept_with_its_agent(worker, version):
+    events = [e for e in session_events(version) if e["hook_event_name"] != "SubagentStop"]
+    post_all(worker, events)
     worker.wait_idle()
-    observations = worker.get(f"/api/v1/observations?session_id={SESSION_332}&limit=50")["results"]
+    observations = worker.get(f"/api/v1/observations?session_id={events[0]['session_id']}&limit=50")["results"]
     by_command = {o["data"].get("command"): o for o in observations if o["data"].get("tool_name") == "Bash"}
-    assert by_command["ls"]["data"]["subagent"] == {"id": SUBAGENT_332, "type": "general-purpose"}
+    [agent] = {e["agent_id"] for e in events if e.get("agent_type") == "general-purpose"}
+    assert by_command["ls"]["data"]["subagent"] == {"id": agent, "type": "general-purpose"}
     assert "subagent" not in by_command["echo hi"]["data"]  # the main conversation's own
 
     from mcp_server import render

@@ -128,6 +128,12 @@ def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(s
     assert len(after) <= 10_000
     fix = line_with(after, "done: Fixed the cart total")  # a team database keeps what was asked private
     assert fix.endswith("(superseded: the edit to app/cart.py is no longer in the file)"), fix
+    sessions = after.split("## Last sessions")[1].split("\n## ")[0].splitlines()[1:]
+    assert sorted(line[line.rindex(" ("):] for line in sessions if line.endswith(")")) == [
+        " (config/settings.toml deleted since)",  # the session that learned where the settings live
+        " (docs/guide.md moved to handbook/guide.md)",  # the one that read the guide
+        " (superseded: the edit to app/cart.py is no longer in the file)",
+    ], after
     assert line_with(after, "config/settings.toml: 3 lines").endswith("(config/settings.toml deleted since)"), after
     assert line_with(after, "docs/guide.md: 9 lines").endswith("(docs/guide.md moved to handbook/guide.md)"), after
     assert line_with(after, "[change] Edited").endswith("(superseded: the edit to app/cart.py is no longer in the file)")

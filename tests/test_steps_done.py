@@ -35,6 +35,7 @@ def commit(subject: str, *files: str, body: str = "", added: str = "") -> Commit
     ("update the changelog for the 2.1 release", commit("Close out the next steps", body="Fixes step 7.")),
     ("remove the deprecated legacy_export helper from tools/export.py",
      commit("Drop deprecated legacy_export", "tools/export.py")),  # another verb for the same work
+    ("apply the same fix to the refund path in app/refund.py", commit("Apply the rounding fix to refunds", "app/refund.py")),
 ])  # fmt: skip
 def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_by):
     assert does_step(7, step, done_by)
@@ -54,6 +55,8 @@ def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_b
     # half of it: the timeout is there, the retry is not
     ("add a retry and a timeout to fetch_user in src/api/client.py",
      commit("Add a timeout to fetch_user", "src/api/client.py", added="def fetch_user(id, timeout=5):")),
+    # one word in common, and another action
+    ("apply the same fix to the refund path in app/refund.py", commit("Refactor refunds", "app/refund.py")),
     # the opposite of it
     ("remove the legacy_export helper from tools/export.py",
      commit("Add a legacy_export helper", "tools/export.py", added="def legacy_export(rows):")),

@@ -133,13 +133,14 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
         await asyncio.sleep(every_seconds)
 
 
-async def _code_watch(services: Services, every_seconds: float = 5.0) -> None:
+async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:
     """When a repository's HEAD moves (a commit between sessions), ask git on the pipeline's thread
     what the next SessionStart's staleness marks will need (worker/codebase/service.py: warm)."""
     while True:
         await asyncio.sleep(every_seconds)
         try:
-            await services.run_background(services.codebase.warm)
+            if services.settings.code_checks:  # off: nothing is checked, so nothing to ask ahead
+                await services.run_background(services.codebase.warm)
         except Exception:
             log.exception("warming the code history failed; the next check asks git itself")
 

@@ -132,6 +132,9 @@ async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
         async with stdio_client(bridge, errlog=quiet) as (read, write):
             async with ClientSession(read, write) as client:
                 await client.initialize()
+                # The worker loads the MCP SDK when the first bridge connects; on a loaded machine that first
+                # hand-over can take longer than the bridge waits. Measured here: what search answers, not that.
+                await client.call_tool("search", {"query": "warm-up", "limit": 1})
                 for query in queries:
                     result = await client.call_tool("search", {"query": query, "limit": 10})
                     out.append("\n".join(getattr(block, "text", "") for block in result.content))
@@ -168,8 +171,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
         figures["briefing"] = briefing
         figures["chars"] = len(briefing)
-        figures["rules"] = [_with_source(line, facts) for parts_lines in [section(parts, "Standing rules")]
-                            for line in parts_lines if line.startswith(RULE_LINES)]  # fmt: skip
+        figures["rules"] = [_with_source(line, facts) for line in section(parts, "Standing rules")
+                            if line.startswith(RULE_LINES)]  # fmt: skip
         figures["next_steps"] = section(parts, "Open next steps")
         figures["facts"] = section(parts, "Verified facts")
         figures["stored"] = {"facts": len(facts),
@@ -187,13 +190,38 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         recalls = [run.recall_at(cwd, q, via) for q in queries]
         searches = asyncio.run(_search_top10({**env, "CLAUDE_PROJECT_DIR": cwd, "CLAUDE_CODE_SESSION_ID": "bench-replay"},
                                              queries)) if queries else []  # fmt: skip
+        by_id = {_session_id(f): f for f in files}
         figures["probes"] = [{"title": p.title, "files": p.files, "recall": names_a_file(r, p.files),
-                              "search": names_a_file(s, p.files)} for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+                              "search": names_a_file(s, p.files), "search_answer": s[:600],
+                              "written": bool(set(p.files) & written_files(by_id[p.session_id]))}
+                             for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
         figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
     rows = figures["probes"]
     figures["recall"] = sum(r["recall"] for r in rows) / len(rows) if rows else None
     figures["search"] = sum(r["search"] for r in rows) / len(rows) if rows else None
+    written = [r for r in rows if r["written"]]
+    figures["written"] = {"sessions": len(written), "recall": sum(r["recall"] for r in written),
+                          "search": sum(r["search"] for r in written)}  # fmt: skip
     return figures
+
+
+WRITING_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+
+
+def written_files(transcript: Path) -> set[str]:
+    """The files a session's tools wrote, as the project names them: all memory can know was changed
+    (a patch may also hold what a command generated, a database file, a migration made by a script)."""
+    from memory_anchor.projects import relative
+    from worker.capture.history import session_events
+
+    out = set()
+    for event in session_events(transcript):
+        payload = event.payload
+        if payload.get("hook_event_name") == "PostToolUse" and payload.get("tool_name") in WRITING_TOOLS:
+            path = (payload.get("tool_input") or {}).get("file_path") or (payload.get("tool_input") or {}).get("notebook_path")
+            if isinstance(path, str):
+                out.add(relative(path, payload.get("cwd")))
+    return out
 
 
 def _session_id(path: Path) -> str:
@@ -207,7 +235,7 @@ def _with_source(line: str, facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     fact = facts.get(ref.group(1)) if ref else None
     data = (fact or {}).get("data") or {}
     return {"line": line, "session": (fact or {}).get("session_id") or data.get("session_id"),
-            "source": (fact or {}).get("source"), "quote": data.get("quote")}  # fmt: skip
+            "source": (fact or {}).get("source") or data.get("source"), "quote": data.get("quote")}  # fmt: skip
 
 
 def goals(figures: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
@@ -264,10 +292,17 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     rows = figures["probes"]
     print(f"probes (sessions with a patch): {len(rows)}; recall names a changed file {sum(r['recall'] for r in rows)}, "
           f"search top 10 {sum(r['search'] for r in rows)}")  # fmt: skip
+    written = figures["written"]
+    print(f"  of the {written['sessions']} whose transcript shows a tool writing a file of their patch (what memory "
+          f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
     for row in rows:
-        if not (row["recall"] and row["search"]):
-            print(f"  missed by {'recall' if not row['recall'] else ''}{' and ' if not row['recall'] and not row['search'] else ''}"
-                  f"{'search' if not row['search'] else ''}: {row['title']} ({', '.join(row['files'])})")  # fmt: skip
+        which = " and ".join(name for name in ("recall", "search") if not row[name])
+        if which:
+            print(f"  {'' if row['written'] else '(no tool wrote these) '}missed by {which}: {row['title']} ({', '.join(row['files'])})")
+    missed = next((row for row in rows if not row["search"]), None)
+    if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
+        print(f"  the search's answer to the first it missed ({missed['title']}):\n    "
+              + missed["search_answer"].replace("\n", "\n    "))  # fmt: skip
     if show_briefing:
         print("\n" + figures["briefing"])
     print(f"\n{'goal':42} {'measured':>10}  goal")

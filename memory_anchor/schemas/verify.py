@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory_anchor.schemas.codebase import Freshness
 from memory_anchor.schemas.corrections import ClosedByCommit
 
 
 class VerifyRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # One of project and cwd names what to walk: said in the schema too, so a client knows before asking.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}} for name in ("project", "cwd")]})
 
-    project: str | None = Field(None, description="The project (default: the one `cwd` belongs to)")
-    cwd: str | None = Field(None, description="A directory in the project's working tree (default: the project's path)")
+    project: str | None = Field(None, min_length=1, description="The project (default: the one `cwd` belongs to)")
+    cwd: str | None = Field(None, min_length=1, description="A directory in the project's working tree (default: the project's path)")
     branch: str | None = Field(None, description="The memory branch to walk (default main)")
     fix: bool = Field(False, description="Demote facts whose files are gone and close the next steps commits did")
     include_fresh: bool = Field(False, description="List the memories that still hold too, not only the stale ones")
+
+    @model_validator(mode="after")
+    def _names_a_project(self) -> "VerifyRequest":
+        if not self.project and not self.cwd:
+            raise ValueError("name the project (`project`) or a directory in it (`cwd`)")
+        return self
 
 
 class CheckedMemory(BaseModel):

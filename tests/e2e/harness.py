@@ -43,6 +43,8 @@ MCP_PREFIX = "mcp__plugin_memory-anchor_memory__"
 
 RUN_MARKER = "run the marker command"
 SEARCH_MEMORY = "search memory for the marker"
+DELEGATE_MARKER = "have a subagent run the marker command"
+BACKGROUND_STEP = "check the background subagent's marker output"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,16 @@ class ScriptedModel:
             return text_reply(f"Summary: the user asked to run the marker command; it printed {self.marker}.")
         if not tools:  # side requests (titles, topic checks): short text
             return text_reply("Marker session")
+        if DELEGATE_MARKER in prompt:  # the subagent's own requests are asked to RUN_MARKER, below
+            # Once: the background agent's notification (2.1.332) comes as a turn without a tool result.
+            if last_tool_use(request) not in ("Agent", "Task"):
+                agent = "Agent" if "Agent" in tools else "Task"
+                return tool_use_reply(agent, {"description": "Run the marker command", "subagent_type": "general-purpose",
+                                              "prompt": f"Please {RUN_MARKER}."})  # fmt: skip
+            if "Async agent launched" in last_tool_result(request) and "<task-notification>" not in request_text(request):
+                # 2.1.332's first Stop, while the agent works: a step that its end makes moot.
+                return text_reply(f"Next step: {BACKGROUND_STEP}.")
+            return text_reply("Done: the subagent printed the marker.")
         if RUN_MARKER in prompt:
             if after == 0:
                 return tool_use_reply("Bash", {"command": f"echo {self.marker}", "description": "Print the marker"})

@@ -23,6 +23,8 @@ import pytest
 
 from memory_anchor.client import WorkerClient
 from tests.e2e.harness import (
+    BACKGROUND_STEP,
+    DELEGATE_MARKER,
     MCP_PREFIX,
     RUN_MARKER,
     SEARCH_MEMORY,
@@ -168,6 +170,33 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
     assert not [o for o in kept if o["data"].get("tool_name", "").startswith(MCP_PREFIX)], kept
 
 
+@pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # 2.1.197's foreground agent: tests/test_hook_fields.py
+def test_a_subagents_tool_use_is_kept_with_its_agent_and_the_outcome_waits_for_it(machine, fake_api, marker):
+    """The model hands the marker command to a subagent, which 2.1.332 runs in the background: a
+    first Stop comes while it works, then its notification's turn and the Stop after the work."""
+    machine.run(DELEGATE_MARKER)
+    client, observation = session_one_observation(machine, marker)
+    assert observation["data"]["subagent"]["type"] == "general-purpose" and observation["data"]["subagent"]["id"]
+    session_id = observation["session_id"]
+    launches = [o for o in client.get("/api/v1/observations", session_id=session_id, limit=50)["results"]
+                if o["data"].get("tool_name") in ("Agent", "Task")]  # fmt: skip
+    assert launches and "subagent" not in launches[0]["data"]  # the main conversation launched it
+
+    def summary() -> dict | None:
+        summaries = client.get("/api/v1/summaries", session_id=session_id)["results"]
+        return summaries[0] if summaries else None
+
+    # Not closed while the agent worked: no version of the session's summary (nor an open next
+    # step) ever held the step the first Stop named, moot once the agent is done.
+    wait_for(lambda: client.get("/api/v1/sessions/" + session_id).get("status") == "ended", 60, message="SessionEnd")
+    latest = wait_for(summary, 60, message="the session's summary")
+    assert "the subagent printed the marker" in latest["memory"], latest["memory"]
+    versions = client.get(f"/api/v1/memories/{latest['id']}/history")["results"]
+    assert versions and not [v for v in versions if BACKGROUND_STEP in v["memory"]], [v["memory"] for v in versions]
+    steps = client.get("/api/v1/next-steps", project=str(machine.project))["results"]
+    assert not [s for s in steps if BACKGROUND_STEP in json.dumps(s)], steps
+
+
 @pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)  # the worker's concurrency, not Claude Code's
 def test_ten_parallel_sessions_share_one_worker(machine, fake_api, marker):
     """Ten sessions at once, each with its own MCP bridge: one worker serves them all, without an error."""
@@ -276,3 +305,37 @@ def test_bench_first_run_cold_and_warm_pip_cache():
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ["cold", "warm"]
     assert all("first observation" in line and "packages" in line for line in lines)
+
+
+@pytest.mark.parametrize("claude_cli", ["newest"], indirect=True)
+def test_a_project_with_history_is_offered_its_import_until_it_is_imported(machine, fake_api, marker):
+    """A user installs the plugin in a project Claude Code has history for: the first session's briefing
+    says in one line that the earlier session can be imported, and how; `memory-anchor import-history`
+    run in the project imports it, and the next session says nothing of it."""
+    import shutil
+    import subprocess
+
+    from worker.capture.history import project_slug
+
+    root = Path(__file__).resolve().parents[2]
+    folder = machine.home / ".claude" / "projects" / project_slug(str(machine.project))
+    folder.mkdir(parents=True)
+    earlier = next((root / "tests" / "fixtures" / "transcripts" / "2.1.197").glob("*.jsonl"))
+    shutil.copy(earlier, folder / earlier.name)  # a session from before the plugin, by the real CLI
+
+    since = len(fake_api.messages())
+    machine.run(RUN_MARKER)
+    first = json.dumps(main_requests(fake_api, since)[0])
+    assert "1 earlier Claude Code session of this project can be imported" in first
+    assert "memory-anchor import-history" in first
+    assert len(list(folder.glob("*.jsonl"))) == 2  # Claude Code kept this session's transcript beside it
+
+    env = {**machine.env, "MEMORY_ANCHOR_DATA_DIR": str(machine.plugin_data()), "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "memory_anchor.cli.main", "import-history", "--wait"],
+                          cwd=machine.project, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 sessions" in done.stdout and "left out 1 sessions the hooks captured live" in done.stdout
+
+    since = len(fake_api.messages())
+    machine.run(RUN_MARKER)
+    assert "can be imported" not in json.dumps(main_requests(fake_api, since)[0])

@@ -8,7 +8,6 @@ from memory_anchor.schemas.verify import VerifyReport, VerifyRequest
 from worker.api.middleware import read_json_object
 from worker.api.openapi import request_model, response_model
 from worker.memory.verification import Verification
-from worker.store.records import RecordError
 
 routes = web.RouteTableDef()
 
@@ -19,10 +18,8 @@ routes = web.RouteTableDef()
 async def verify(request: web.Request) -> web.Response:
     """What is stale and why; with `fix`, facts whose files are gone are demoted and steps commits did are closed."""
     services = request.app["services"]
-    body = VerifyRequest.model_validate(await read_json_object(request) if request.can_read_body else {})
-    project = body.project or (services.project_for_cwd(body.cwd) if body.cwd else "")
-    if not project:
-        raise RecordError("name the project (`project`) or a directory in it (`cwd`)", code="missing_project")
+    body = VerifyRequest.model_validate(await read_json_object(request))
+    project = body.project or services.project_for_cwd(body.cwd)
     verification = Verification(services.db, services.codebase, services.memory)
     report = await services.run(verification.verify, project, cwd=body.cwd, branch=body.branch, fix=body.fix,
                                 include_fresh=body.include_fresh)  # fmt: skip

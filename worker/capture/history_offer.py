@@ -39,11 +39,11 @@ def offer_line(count: int) -> str:
 def importable_sessions(inbox: Inbox, transcript_path: str, session_id: str | None, data_dir: Path) -> int:
     """How many sessions beside this one's transcript memory has never seen (0 once dismissed)."""
     folder = Path(transcript_path).parent
-    if not transcript_path or not folder.is_dir() or is_dismissed(data_dir, folder):
-        return 0
     try:
+        if not transcript_path or not folder.is_dir() or is_dismissed(data_dir, folder):
+            return 0
         names = [entry.name for entry in os.scandir(folder) if _SESSION_FILE.match(entry.name) and entry.is_file()]
-    except OSError:
+    except (OSError, ValueError):  # unreadable, or no path at all ("a\0b"): nothing to offer
         return 0
     ids = [name[: -len(".jsonl")] for name in names if name[: -len(".jsonl")] != session_id]
     return len(ids) - len(inbox.known_sessions(ids)) if ids else 0

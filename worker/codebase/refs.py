@@ -5,7 +5,8 @@ Which files a record names:
   `data.files_modified`) and the path in the tool's input; an Edit or MultiEdit also
   says what it put in (the tool's input holds the new text);
 - a session summary: the files the session changed (`data.files_changed`), each with
-  what the session's edits put in that is still in the file at its end;
+  what the session's edits put in that is still in the file at its end, the files it read
+  (`data.files`), and the files its outcome names (what was asked, found, done) that exist;
 - a fact (or anything else with text): the paths its text names that exist in the
   repository (a path that does not exist is not evidence of anything).
 
@@ -69,8 +70,8 @@ def named_paths(record: dict[str, Any], payload: dict[str, Any] | None = None) -
     if isinstance(tool_input, dict):
         path = tool_input.get("file_path") or tool_input.get("notebook_path")
         add(path, edit_texts((payload or {}).get("tool_name"), tool_input))
-    if kind == "summary":
-        for path in data.get("files_changed") or []:
+    if kind == "summary":  # the files it changed, then those it read (what it learned is about them)
+        for path in [*(data.get("files_changed") or []), *(data.get("files") or [])]:
             add(path)
     elif kind == "observation":
         for key in ("files_modified", "files_read"):
@@ -168,6 +169,8 @@ class CodeRecorder:
         """A session summary's refs: the files it changed, each with what the session's edits put in
         that is still there (an edit a later edit of the same session replaced is not the outcome)."""
         refs, head_sha = self.refs_for(summary, repo, cwd=cwd)
+        named, _ = self.refs_for({"kind": "outcome", "text": outcome_text(summary.get("data") or {})}, repo, cwd=cwd)
+        refs += [ref for ref in named if ref.path not in {r.path for r in refs}]
         if not refs:
             return refs, head_sha
         inserted: dict[str, list[str]] = {}
@@ -198,6 +201,15 @@ class CodeRecorder:
             if rel is not None and os.path.exists(repo.absolute(rel)):
                 return rel
         return repo.relative(path)
+
+
+def outcome_text(data: dict[str, Any]) -> str:
+    """What a session's outcome says it asked, found and did: the paths it names there are what
+    the session is about ("the settings are in config/settings.toml"), beside the files it changed.
+    Not its next steps: the file a step names is meant to change."""
+    parts = [data.get("request"), data.get("learned"), data.get("completed"), *(data.get("done") or []),
+             *(data.get("root_causes") or [])]  # fmt: skip
+    return "\n".join(p for p in parts if isinstance(p, str))
 
 
 def to_data(refs: list[CodeRef], head_sha: str | None, *, keep_head: bool = False) -> dict[str, Any]:

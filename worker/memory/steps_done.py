@@ -42,10 +42,11 @@ _TODO_WORDS = terms("still need needs todo to-do yet remain remains left follow 
 # need not repeat them. What it is done to (the objects: names, nouns) it must say.
 _ACTIONS = terms("add create write implement introduce make update change fix document explain remove delete drop "
                  "rename move refactor clean tidy use replace wire support handle improve ensure set bump upgrade "
-                 "migrate convert extract split finish complete do")  # fmt: skip
+                 "migrate convert extract split finish complete do apply")  # fmt: skip
 # Nouns too general to tell one piece of work from another ("the CART_TTL variable"): a commit need not say them.
 _GENERIC = terms("variable function method class module file helper code doc docs documentation comment value setting "
-                 "option thing part section line new old proper properly small quick")  # fmt: skip
+                 "option thing part section line new old proper properly small quick same path flow case logic place "
+                 "way rest remaining other")  # fmt: skip
 # A commit that does the opposite of the step does not do it ("add X" is not done by "remove X").
 _OPPOSITES = [(terms("add create write introduce enable"), terms("remove delete drop disable"))]
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}|(?:[\w.-]+/)+[\w.-]*)(?![\w/-])")
@@ -96,8 +97,8 @@ def does_step(step_id: Any, text: str, commit: CommitDetail) -> bool:
     - it does not do the opposite ("remove" for "add"), and
     - when the step names files: it touched one, its message says one of the step's objects (the
       names and nouns it acts on, general ones like "variable" aside) and its message or added lines
-      say all of them; a step whose only object is its file needs the step's own action word in the
-      message;
+      say all of them; a step with one object or none (a code name aside) needs the step's own
+      action word in the message too;
     - when the step names no file: its message says all the step's objects, two at least, or one
       with the step's action word.
     """
@@ -114,9 +115,9 @@ def does_step(step_id: Any, text: str, commit: CommitDetail) -> bool:
     if step.paths:
         if not touches(commit, step.paths):
             return False
-        if not step.objects:
-            return same_action
-        return bool(step.objects & said) and step.objects <= (said | _keys(terms(commit.added)))
+        if len(step.objects) <= 1 and not same_action and not any(not o.isalpha() for o in step.objects):
+            return False  # one plain word in common is too little without the step's own action (a code name is enough)
+        return not step.objects or bool(step.objects & said) and step.objects <= (said | _keys(terms(commit.added)))
     if not step.objects or not step.objects <= said:
         return False
     return len(step.objects) >= 2 or same_action
