@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from worker.memory.cues import covers
@@ -206,3 +208,22 @@ def test_a_captured_file_creation_is_never_a_fact(model):
     on_purpose = {"kind": "observation", "type": "decision", "data": {"summary": "Sessions live in Redis, not cookies"}}
     outcome = model.extract(Material(source="observation", observations=[created, on_purpose], project="/p"))
     assert [r["memory"] for r in outcome.results] == ["Sessions live in Redis, not cookies"]
+
+
+def test_rules_from_imported_history_are_ordered_by_when_said_and_fresh_on_the_day_of_import(model):
+    """Imported history is years old: its statements keep their order (the later one supersedes),
+    but memory only just learned them, so the briefing does not call them unverified."""
+    from worker.memory.extraction import Material
+
+    two_years_ago = time.time() - 730 * 86400
+    model.extract(Material(source="prompt", text="We use black for formatting.", project="/p",
+                           source_id="prompt-1", observed_at=two_years_ago, local_only=True))  # fmt: skip
+    outcome = model.extract(Material(source="prompt", text="From now on we format with ruff format instead of black.",
+                                     project="/p", source_id="prompt-2", observed_at=two_years_ago + 86400,
+                                     local_only=True))  # fmt: skip
+    assert [r["event"] for r in outcome.results] == ["UPDATE"]
+    [fact] = model.facts.list(project="/p")
+    assert fact["data"]["verified_at"] == pytest.approx(two_years_ago + 86400)
+    assert fact["needs_verification"] is False and fact["effective_confidence"] > 0.9 * fact["confidence"]
+    text = _briefing(model).text
+    assert "ruff format instead of black" in text and "needs verification" not in text

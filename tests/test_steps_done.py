@@ -65,14 +65,16 @@ def test_a_commit_that_does_something_else_leaves_the_step_open(step, unrelated)
     assert not does_step(7, step, unrelated)
 
 
-def test_commits_since_reads_messages_files_and_added_lines_in_one_call(tmp_path):
+def test_commits_since_reads_messages_files_and_the_lines_added_to_the_named_files(tmp_path):
     repo = GitRepo(tmp_path / "repo")
     first = repo.commit("Start", files={"a.py": "x = 1\n"})
-    repo.commit("Move a to lib and add y", files={"a.py": None, "lib/a.py": "x = 1\ny = 2\n"})
+    repo.commit("Move a to lib and add y", files={"a.py": None, "lib/a.py": "x = 1\ny = 2\n",
+                                                  "package-lock.json": "{}\n" * 1000})  # not named: not read
     repo.git("revert", "--no-edit", "HEAD", at=repo.clock + 30)
-    found = commits_since(find_repo(str(repo.root)), repo.clock - 30)  # after "Start"
+    found = commits_since(find_repo(str(repo.root)), repo.clock - 30, diff_paths=["a.py"])  # after "Start"
     assert [c.subject for c in found][:1] == ["Move a to lib and add y"] and len(found) == 2
-    assert set(found[0].files) == {"a.py", "lib/a.py"} and "y = 2" in found[0].added
+    assert set(found[0].files) == {"a.py", "lib/a.py", "package-lock.json"}
+    assert "y = 2" in found[0].added and "{}" not in found[0].added
     assert found[1].reverts == found[0].sha
     assert head(find_repo(str(repo.root))) == repo.git("rev-parse", "HEAD") and first != found[0].sha
 

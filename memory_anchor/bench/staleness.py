@@ -201,8 +201,8 @@ def _poster(run, project: Project, sid: str):
     def post(event: str, **fields: Any) -> None:
         run.client.post("/api/v1/events", {"hook_event_name": event, "session_id": sid, "cwd": project.root,
                                            "transcript_path": str(run.work / f"{sid}.jsonl"), **fields})  # fmt: skip
-        if event == "PostToolUse":
-            drained(run)  # the worker reads the file as the session left it at this tool use
+        # Posted at a session's pace, no waiting: a Read keeps the blob of what it read, an Edit of what it
+        # put in (worker/codebase/refs.py), whenever the worker gets to the event.
 
     return post
 

@@ -8,8 +8,12 @@ Tiers on write (seed 002 §2 L3):
 
 Decay: the effective confidence is `c × 0.95^days` since the fact was last
 verified (`data.verified_at`: when it was written, approved, re-observed or
-verified by hand). Below 0.6 a fact is shown with `needs_verification`. Decay is
-computed when read, so it costs no writes and time travel shows it correctly.
+verified by hand), or since memory learned it (`data.learned_at`), whichever is
+later. The two differ for a fact extracted from imported history: it was stated
+years ago, which orders it against other statements (`conflicts.settle`), but
+memory only just heard it, so it is not briefed as unverified on day one.
+Below 0.6 a fact is shown with `needs_verification`. Decay is computed when
+read, so it costs no writes and time travel shows it correctly.
 
 `fact_key` holds the normalised subject of a fact (see `common.fact_key`): two
 facts with the same key talk about the same thing, which is what the branch
@@ -62,9 +66,17 @@ def tier(confidence: float) -> str:
 
 def effective_confidence(record: dict[str, Any], at: float | None = None) -> float:
     base = float(record.get("confidence") if record.get("confidence") is not None else 1.0)
-    verified = (record.get("data") or {}).get("verified_at") or record.get("created_at") or now()
+    data = record.get("data") or {}
+    verified = max(float(data.get("verified_at") or record.get("created_at") or now()), float(data.get("learned_at") or 0))
     days = max(0.0, ((at or now()) - float(verified)) / DAY)
     return base * (FACT_DECAY_PER_DAY**days)
+
+
+def _verification(stated_at: float | None) -> dict[str, float]:
+    """A new statement's `verified_at` (when it was said) and, when that was not now, `learned_at`."""
+    if stated_at is None:
+        return {"verified_at": now()}
+    return {"verified_at": stated_at, "learned_at": now()}
 
 
 def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
@@ -122,7 +134,7 @@ class FactStore:
             project=fact.project, agent_id=agent_id, session_id=fact.session_id, type=fact.category or "fact",
             confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
             happened_at=happened,
-            data={"verified_at": stated_at or now(), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
+            data={**_verification(stated_at), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
                   **({"quote": fact.quote} if fact.quote else {}),
                   **self._code_data(conn, project=fact.project, session_id=fact.session_id, text=text)},
         )  # fmt: skip
@@ -145,7 +157,7 @@ class FactStore:
         changes: dict[str, Any] = {
             "text": text,
             "status": "active",
-            "data": {**data, "verified_at": stated_at or now(), "previous_text": current["text"], **code},
+            "data": {**data, **_verification(stated_at), "previous_text": current["text"], **code},
         }
         if confidence is not None:
             changes["confidence"] = confidence

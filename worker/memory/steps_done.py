@@ -174,7 +174,8 @@ class StepsDoneByCommits:
             "SELECT id, text, opened_at FROM open_items WHERE project = ? AND closed_at IS NULL", (project,)).fetchall()]  # fmt: skip
         if not items:
             return []
-        commits = commits_since(repo, min(i["opened_at"] for i in items))
+        named = [path for item in items for path in StepWords.of(item["text"]).paths]
+        commits = commits_since(repo, min(i["opened_at"] for i in items), diff_paths=named)
         reverted = {c.reverts for c in commits if c.reverts}
         commits = [c for c in commits if not any(c.sha.startswith(r) for r in reverted)]
         found = []
