@@ -121,6 +121,9 @@ class Embedder:
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
+            # Offline means offline: onnxruntime's telemetry looked up a Microsoft host
+            # when the worker exited (seen with strace).
+            onnxruntime.disable_telemetry_events()
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = 1  # parallel across batches instead: see `embed`
             options.inter_op_num_threads = 1
