@@ -201,8 +201,11 @@ def test_cli_input_tokens_per_call_are_within_1_5x_of_the_sdk(claude_bin, home, 
         with capsys.disabled():
             print(f"\ninput tokens per call, {name}: SDK {spent['sdk']}, CLI {spent['cli']} "
                   f"({ratios[name]:.2f}x)")  # fmt: skip
-    # What the CLI adds is a fixed ~180 tokens a call (a billing line, one line of Claude Code's
-    # system prompt, the date reminder, block wrappers), whatever the prompt: within 1.5x on a
-    # batch of tool uses, the bulk of all calls; a short summary prompt is near 1.5x.
-    assert all(extra <= 250 for extra in overheads.values()), overheads
+    # What the CLI adds is a fixed cost a call, whatever the prompt: a billing line, one line of
+    # Claude Code's system prompt, block wrappers and its reminders (the date; since 2.x.3xx also
+    # an Environment section of ~200 tokens, the model and the token budget): ~180 tokens on
+    # 2.1.197, ~400 on 2.1.332, which no flag removes beside our own --system-prompt. Fixed means
+    # the same for both calls; within 1.5x on a batch of tool uses, the bulk of all calls.
+    assert max(overheads.values()) - min(overheads.values()) <= 10, overheads
+    assert all(extra <= 450 for extra in overheads.values()), overheads
     assert ratios["observations (8 tool uses)"] <= 1.5, ratios
