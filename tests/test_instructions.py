@@ -85,3 +85,22 @@ def test_instructions_inside_pasted_material_or_claude_code_text_are_not_the_use
                "The conversation is summarized below:\n- The user said: never edit generated files.")  # fmt: skip
     assert briefed(summary) == []
     assert briefed("Base directory for this skill: /x\n\nAlways search memory before answering.") == []
+
+
+def test_claudes_rule_stands_on_the_quoted_sentence_and_says_no_more_than_it():
+    """The source rule for Claude's proposals (provenance.check): its quote must be the user's own
+    sentence, and the rule may reword it (a Chinese paraphrase shares the user's characters, not
+    their bigrams) but not add to it."""
+    from worker.memory.provenance import Prompt, check
+
+    said = "不要再用 flake8 了，统一用 ruff。"
+    prompts = [Prompt("/orders 接口返回的时间不对，帮我查一下。以后提交前都要先运行 ruff check。"), Prompt(said)]
+    reworded = check("不再使用 flake8，代码检查统一用 ruff。", "decision", 0.95, said, prompts)
+    assert reworded.allowed and reworded.source == said
+    more = check("统一用 ruff，并且所有提交都要经过两人审核和安全扫描。", "rule", 0.95, said, prompts)
+    assert not more.allowed  # two reviewers and a security scan: the user never said so
+    elsewhere = check("部署前必须通知运维团队。", "rule", 0.95, "部署前必须通知运维团队。", prompts)
+    assert not elsewhere.allowed  # a quote that is no prompt's sentence
+    english = check("Use ruff, never flake8, and squash every commit.", "rule", 0.95,
+                    "stop using flake8, use ruff", [Prompt("stop using flake8, use ruff")])  # fmt: skip
+    assert not english.allowed  # "squash every commit" is not in what the user said

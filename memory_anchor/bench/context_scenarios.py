@@ -148,11 +148,14 @@ SCENARIOS: list[dict[str, Any]] = [
                 ),
                 "last": "已修复 /orders 接口的时区问题。\n根本原因：created_at 存的是服务器本地时间，而不是 UTC。\n"
                 "下一步：给旧订单数据写一个迁移脚本。",
+                # Claude quotes the user's sentence a standing fact stands on, as EXTRACT_SYSTEM asks:
+                # its paraphrase alone shares too few of the prompt's characters to be traced to it.
                 "claude": {
                     "facts": [
-                        {"text": "每次提交前先运行 ruff check。", "confidence": 0.95, "subject": "提交前检查", "category": "rule"},
+                        {"text": "每次提交前先运行 ruff check。", "confidence": 0.95, "subject": "提交前检查", "category": "rule",
+                         "quote": "以后提交前都要先运行 ruff check。"},
                         {"text": "不再使用 flake8，代码检查统一用 ruff。", "confidence": 0.95, "subject": "代码检查工具",
-                         "category": "decision"},
+                         "category": "decision", "quote": "不要再用 flake8 了，统一用 ruff。"},
                         {"text": "/orders 时间错误的原因：created_at 保存的是本地时间而非 UTC。", "confidence": 0.92,
                          "subject": "订单时区", "category": "bugfix"},
                     ],  # fmt: skip
@@ -167,7 +170,7 @@ SCENARIOS: list[dict[str, Any]] = [
                 "last": "缓存已经切换到 Redis，测试全部通过。\n下一步：在预发环境压测缓存命中率。",
                 "claude": {
                     "facts": [{"text": "缓存使用 Redis，不再使用 memcached。", "confidence": 0.95, "subject": "缓存",
-                               "category": "decision"}],  # fmt: skip
+                               "category": "decision", "quote": "决定：缓存改用 Redis，不再用 memcached。"}],  # fmt: skip
                     "summary": {"request": "把缓存换成 Redis。", "done": ["缓存已切换到 Redis"], "root_causes": [],
                                 "next_steps": ["在预发环境压测缓存命中率"]},  # fmt: skip
                 },

@@ -121,6 +121,21 @@ def terms(text: str) -> set[str]:
     return out
 
 
+def covers_characters(text: str, item: str, *, at_least: float = 0.6) -> bool:
+    """`covers` for a CJK item, one character a word: a paraphrase keeps the writer's characters
+    but few of their bigrams ("不要再用 flake8" said again as "不再使用 flake8")."""
+    if not _CJK_RUN.search(item or ""):
+        return False
+
+    def characters(value: str) -> set[str]:
+        words = {t for t in terms(value) if not _CJK_RUN.search(t)}
+        return words.union(*(set(run) for run in _CJK_RUN.findall(value or "")))
+
+    wanted, said = characters(item), characters(text)
+    shared = len(wanted & said)
+    return shared >= min(2, len(wanted)) and shared / len(wanted) >= at_least
+
+
 def covers(text: str, item: str, *, at_least: float = 0.6) -> bool:
     """Does `text` say most of what `item` says (its words, two of them at least)?"""
     wanted, said = terms(item), terms(text)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.memory.cues import covers, sentences
+from worker.memory.cues import covers, covers_characters, sentences
 from worker.memory.instructions import PLAIN, standing_statements
 from worker.memory.outcomes import is_narration
 from worker.memory.text import one_line
@@ -74,7 +74,8 @@ def _standing(text: str, confidence: float, quote: str | None, prompts: Sequence
 def _stands_on(sentence: str, text: str, quote: str | None) -> bool:
     if quote and quote.strip():
         found = _normal(quote) in _normal(sentence) or covers(sentence, quote, at_least=QUOTE_FOUND)
-        return found and covers(quote, text, at_least=QUOTE_SAYS)
+        says = covers(quote, text, at_least=QUOTE_SAYS) or covers_characters(quote, text, at_least=QUOTE_SAYS)
+        return found and says
     return covers(sentence, text, at_least=0.6)
 
 
