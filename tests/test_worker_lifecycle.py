@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT, start_worker, worker_env
+from tests.conftest import ROOT, start_worker, wait_for, worker_env
 
 
 def test_worker_json_is_private_and_names_a_loopback_port(worker):
@@ -68,8 +68,11 @@ def test_two_workers_started_at_once_one_wins(tmp_path):
         assert losers[0].returncode == 3
         assert "already running" in losers[0].stdout.read()
         winner = next(p for p in procs if p.poll() is None)
-        info = json.loads((data_dir / "worker.json").read_text())
-        assert info["pid"] == winner.pid
+        # The loser gives up as soon as the winner holds the lock; the winner writes worker.json
+        # only once it listens, which on a busy machine comes later.
+        wait_for(lambda: winner.poll() is not None or data_dir.joinpath("worker.json").exists(), what="worker.json")
+        assert winner.poll() is None, "the winner exited"
+        assert json.loads((data_dir / "worker.json").read_text())["pid"] == winner.pid
     finally:
         for p in procs:
             if p.poll() is None:
