@@ -213,7 +213,8 @@ class Pipeline:
         if not keep:
             return drafts
         try:
-            outcome = self.services.distiller.observations([e.payload for e in keep], local_only=local_only)
+            # Inbox payloads were cleaned when they were accepted (Distiller.observations: `already_clean`).
+            outcome = self.services.distiller.observations([e.payload for e in keep], local_only=local_only, already_clean=True)
         except Exception as exc:
             if len(keep) == 1:
                 self._failed(keep[0], exc)
