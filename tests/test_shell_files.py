@@ -4,8 +4,9 @@ Agents write files through Bash as often as through Edit and Write (`cat > f <<E
 a generator, `git apply`), and a session's "changed:" line, its search index line and recall
 must name those files. What memory asserts must be true, so a file counts only when the command
 line writes it or a tool's output says in its own words that it wrote it. The outputs here were
-printed by the real tools: run in the test (git, GNU patch, unzip) or recorded in the django
-sessions of shared/bench/replay (Django's makemigrations, pip, the test runner).
+printed by the real tools: run in the test (git, GNU patch, unzip), recorded in the django
+sessions of shared/bench/replay (Django's makemigrations, pip, the test runner) or from a
+scratch run (black, isort, wget).
 """
 
 from __future__ import annotations
@@ -113,15 +114,21 @@ def test_the_text_a_command_shows_is_no_claim() -> None:
     assert files_command_wrote("make", output, cwd="/repo") == ["src/app.py", "build/out.txt"]
 
 
-def test_generator_and_formatter_wordings() -> None:
-    rails = "      invoke  active_record\n      create    db/migrate/20240101_create_users.rb\n      create    app/models/user.rb\n   identical  app/models/base.rb\n"
-    assert files_output_says_written(rails) == ["db/migrate/20240101_create_users.rb", "app/models/user.rb"]
-    black = "reformatted /repo/src/app.py\nAll done! ✨ 🍰 ✨\n1 file reformatted, 3 files left unchanged."
-    assert files_command_wrote("black src", black, cwd="/repo") == ["src/app.py"]
-    isort = "Fixing /repo/src/app.py\nSkipped 2 files"
-    assert files_command_wrote("isort src", isort, cwd="/repo") == ["src/app.py"]
-    wget = "Saving to: ‘vendor/jquery.min.js’\n"
-    assert files_output_says_written(wget) == ["vendor/jquery.min.js"]
+# Printed by black 26.10.1, isort 9.0.2 and GNU Wget, run on a scratch project for this test (recorded, as
+# they are not dependencies here); the generator lines are Thor's layout (Rails, Yeoman print the same).
+BLACK = "reformatted /repo/src/app.py\n\nAll done! ✨ 🍰 ✨\n1 file reformatted, 1 file left unchanged.\n"
+ISORT = "Fixing /repo/src/app.py\n"
+WGET = "Length: 2 [application/javascript]\nSaving to: ‘vendor/x.js’\n\n     0K   100%  373K=0s\n"
+GENERATOR = ("      invoke  active_record\n      create    db/migrate/20240101_create_users.rb\n"
+             "      create    app/models/user.rb\n   identical  app/models/base.rb\n")  # fmt: skip
+
+
+def test_formatter_download_and_generator_wordings() -> None:
+    assert files_command_wrote("black src", BLACK, cwd="/repo") == ["src/app.py"]
+    assert files_command_wrote("isort src", ISORT, cwd="/repo") == ["src/app.py"]
+    assert files_command_wrote("wget -O vendor/x.js http://127.0.0.1:8765/x.js", WGET, cwd="/repo") == ["vendor/x.js"]
+    # "identical": the generator left that file as it was
+    assert files_output_says_written(GENERATOR) == ["db/migrate/20240101_create_users.rb", "app/models/user.rb"]
 
 
 def _run(args: list[str], cwd, stdin: str | None = None) -> str:

@@ -210,6 +210,9 @@ def _operands(program: str, rest: list[str]) -> tuple[list[str], list[str]]:
     return [], []
 
 
+_SCRIPT_FLAGS = {"-e", "-f", "--regexp", "--expression", "--file"}  # the next argument is a pattern or script
+
+
 def _without_script(program: str, rest: list[str]) -> list[str]:
     """`grep PATTERN FILE`, `sed -e SCRIPT FILE`, `perl -pi -e CODE FILE`: the arguments without the
     pattern or script, which may look like a path (`s/old/new/`) and is none."""
@@ -218,7 +221,7 @@ def _without_script(program: str, rest: list[str]) -> list[str]:
     for arg in rest:
         if skip:
             skip = False
-        elif arg in ("-e", "-f", "--regexp", "--expression", "--file") or (program == "perl" and re.fullmatch(r"-[a-zA-Z]*e", arg)):
+        elif arg in _SCRIPT_FLAGS or (program == "perl" and re.fullmatch(r"-[a-zA-Z]*e", arg)):  # perl -pe CODE
             skip = given = True
             out.append(arg)
         else:
@@ -291,10 +294,9 @@ _GIT_SHOWING = {"show", "log", "diff", "blame", "grep", "cat-file", "status"}
 def _only_shows(command: str) -> bool:
     programs = [[t for t in tokens if not re.match(r"^[A-Za-z_]\w*=", t)] for tokens in _split_shell(command)[:30]]
     programs = [p for p in programs if p and p[0] not in _PREFIXES]
-    return bool(programs) and not any(t in _WRITE_REDIRECTS for p in programs for t in p) and all(
-        p[0].rsplit("/", 1)[-1] in _SHOWING or p[0] in ("cd", "pushd") or (p[0] == "git" and p[1:2] and p[1] in _GIT_SHOWING)
-        for p in programs
-    )
+    shows = [p[0].rsplit("/", 1)[-1] in _SHOWING or p[0] in ("cd", "pushd") or (p[0] == "git" and p[1:2] and p[1] in _GIT_SHOWING)
+             for p in programs]  # fmt: skip
+    return bool(programs) and all(shows) and not any(t in _WRITE_REDIRECTS for p in programs for t in p)
 
 
 def files_command_wrote(command: str, output: str, cwd: str = "") -> list[str]:
