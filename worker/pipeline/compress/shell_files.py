@@ -291,7 +291,8 @@ _SHOWING = {"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg
 _GIT_SHOWING = {"show", "log", "diff", "blame", "grep", "cat-file", "status"}
 
 
-def _only_shows(command: str) -> bool:
+def only_shows(command: str) -> bool:
+    """Whether every command of the line shows files or their changes (`cat`, `grep`, `git diff`) and writes none."""
     programs = [[t for t in tokens if not re.match(r"^[A-Za-z_]\w*=", t)] for tokens in _split_shell(command)[:30]]
     programs = [p for p in programs if p and p[0] not in _PREFIXES]
     shows = [p[0].rsplit("/", 1)[-1] in _SHOWING or p[0] in ("cd", "pushd") or (p[0] == "git" and p[1:2] and p[1] in _GIT_SHOWING)
@@ -305,7 +306,7 @@ def files_command_wrote(command: str, output: str, cwd: str = "") -> list[str]:
     Files outside the session's directory (a package manager's temporary build folder, say) are
     not the project's and are left out; so is what a command that only shows files printed (the
     text of a file, a log), which is no tool's claim."""
-    if _only_shows(command):
+    if only_shows(command):
         return []
     place = _Place(cwd)
     for tokens in _split_shell(command)[:30]:
