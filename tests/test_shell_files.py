@@ -42,6 +42,12 @@ from worker.pipeline.compress.shell_files import files_command_wrote, files_in_c
         ("curl -sSL https://example.com/x.tar.gz -o vendor/x.tar.gz", [], ["vendor/x.tar.gz"]),
         ("dd if=/dev/zero of=disk.img bs=1M count=1", [], ["disk.img"]),
         ("patch src/app.py fix.diff", ["fix.diff"], ["src/app.py"]),
+        # git: a branch name looks like a path and is none
+        ("git checkout -b fix/cart-total", [], []),
+        ("git checkout feature/login", [], []),
+        ("git checkout main -- src/app.py docs", [], ["src/app.py"]),
+        ("git checkout src/app.py", [], ["src/app.py"]),
+        ("git restore --source release/1.2 src/app.py", [], ["src/app.py"]),
         # paths after `cd` are where it went, relative to the session's directory when inside it
         ("cd src && sed -i 's/a/b/' app.py", [], ["src/app.py"]),
         ("cd /repo/web && touch package.json && cd .. && rm notes.txt", [], ["web/package.json", "notes.txt"]),

@@ -180,8 +180,10 @@ def _operands(program: str, rest: list[str]) -> tuple[list[str], list[str]]:
         rest = _without_script(program, rest)
     paths = [a for a in rest if is_path(a)]
     in_place = any(re.match(r"^-[a-zA-Z]*i", a) or a.startswith("--in-place") for a in rest)
-    if program == "git" and rest[:1] and rest[0] in ("mv", "rm", "checkout", "restore"):
-        return [], paths
+    if program == "git" and rest[:1] and rest[0] in ("mv", "rm", "restore"):
+        return [], [p for p in paths if not _option_value(rest, p, ("--source", "-s"))]
+    if program == "git" and rest[:1] and rest[0] == "checkout":
+        return [], _checked_out(rest[1:])
     if program in ("sed", "perl") and in_place:
         return [], paths
     if program in ("mv", "cp", "rsync", "install", "ln"):
@@ -211,6 +213,21 @@ def _operands(program: str, rest: list[str]) -> tuple[list[str], list[str]]:
 
 
 _SCRIPT_FLAGS = {"-e", "-f", "--regexp", "--expression", "--file"}  # the next argument is a pattern or script
+
+
+def _option_value(args: list[str], value: str, options: tuple[str, ...]) -> bool:
+    """Whether `value` is the value of one of `options` in `args` (`--source main`)."""
+    return any(a in options and args[i + 1 : i + 2] == [value] for i, a in enumerate(args))
+
+
+def _checked_out(args: list[str]) -> list[str]:
+    """The files `git checkout` restores: those after `--`; without it, only names with a file extension
+    (`git checkout feature/login` and `git checkout -b fix/cart` switch branches, which look like paths)."""
+    if "--" in args:
+        return [a for a in args[args.index("--") + 1 :] if is_path(a)]
+    if any(a in ("-b", "-B", "--orphan") for a in args):
+        return []
+    return [a for a in args if is_path(a) and re.search(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", a.rsplit("/", 1)[-1])]
 
 
 def _without_script(program: str, rest: list[str]) -> list[str]:
