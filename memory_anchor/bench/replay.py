@@ -142,7 +142,7 @@ async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
 
 
 def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None = None, via: str = "api",
-            progress=None) -> dict[str, Any]:  # fmt: skip
+            progress=None, labels: bool = False) -> dict[str, Any]:  # fmt: skip
     """Import the folder's sessions (the last `quick` of them) into a fresh worker and read what it gives."""
     from memory_anchor.bench.context import Run
     from memory_anchor.history import Progress, import_history
@@ -195,6 +195,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
                               "search": names_a_file(s, p.files), "search_answer": s[:600],
                               "written": bool(set(p.files) & written_files(by_id[p.session_id]))}
                              for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+        if labels:
+            figures["all_rules"] = standing_statements_of_every_project(run, files, via)
         figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
     rows = figures["probes"]
     figures["recall"] = sum(r["recall"] for r in rows) / len(rows) if rows else None
@@ -205,6 +207,28 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
     return figures
 
 
+def standing_statements_of_every_project(run, files: list[Path], via: str) -> dict[str, list[dict[str, Any]]]:
+    """The rules, decisions and preferences each project's briefing lists, and those waiting for approval
+    ({text, quote, session}): a folder of one person's sessions spans their projects."""
+    cwds: dict[str, str] = {}
+    for path in files:
+        session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        cwds.setdefault(session["project"], session.get("cwd") or str(run.work))
+    briefed, pending = [], []
+    for project, cwd in cwds.items():
+        facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
+        parts = sections(run.context_at(cwd, via))
+        for line in section(parts, "Standing rules"):
+            if line.startswith(RULE_LINES):
+                rule = _with_source(line, facts)
+                briefed.append({"text": line, "quote": rule["quote"], "session": rule["session"]})
+        for fact in run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]:
+            if fact.get("type") in STANDING_TYPES:
+                pending.append({"text": fact["text"], "quote": (fact.get("data") or {}).get("quote"), "session": fact.get("session_id")})
+    return {"briefed": briefed, "pending": pending}
+
+
+STANDING_TYPES = ("rule", "decision", "preference")
 WRITING_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 
@@ -313,7 +337,19 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     return ok
 
 
+def report_labels(labels, rules: dict[str, list[dict[str, Any]]]) -> None:
+    """Precision and recall of the standing rules against a reader's labels: in all, then per half."""
+    from memory_anchor.bench.rule_labels import report as print_scope
+    from memory_anchor.bench.rule_labels import score
+
+    print("\nstanding rules against the labels (every project's briefing)")
+    halves = sorted({label.half for label in labels if label.half})
+    for half in [None, *halves]:
+        print_scope(half or "all", score(labels, rules["briefed"], half), score(labels, rules["pending"], half))
+
+
 def run(args) -> int:
+    from memory_anchor.bench.rule_labels import read_labels
     from memory_anchor.history import Progress
 
     folder = Path(args.dir)
@@ -323,7 +359,11 @@ def run(args) -> int:
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-replay-"))
     print(f"Memory Anchor replay benchmark: {folder}, data under {work}", flush=True)
     started = time.monotonic()
-    figures = measure(folder, work, claude=args.claude, quick=args.quick, via=args.via, progress=Progress())
+    labels = read_labels(args.labels) if getattr(args, "labels", None) else None
+    figures = measure(folder, work, claude=args.claude, quick=args.quick, via=args.via, progress=Progress(),
+                      labels=labels is not None)  # fmt: skip
     ok = report(figures, show_briefing=args.show_briefing)
+    if labels is not None:
+        report_labels(labels, figures["all_rules"])
     print(f"\n{'goals met' if ok else 'goals NOT met'} ({time.monotonic() - started:.0f} s in all)")
     return 0 if ok else 1
