@@ -27,6 +27,10 @@ def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
     ("You should never commit .env files", "rule"),
     ("Commit messages must always be in English.", "rule"),
     ("I want you to always show file paths when I ask where something is.", "rule"),
+    # a lasting frame that opens like a question ("when …") and the user's want after it, comma or not
+    ("WHEN I ASK WHERE THINGS ARE I NEED FILE PATHS", "rule"),
+    ("when i ask where something lives, i want the file path", "rule"),
+    ("When you commit, run the linter first.", "rule"),
     ("so for now we treat signedAt as the start of the contract until told otherwise", "decision"),
     ("we deploy with fly.io, so leave the Dockerfile alone", "decision"),
     ("Use pnpm instead of npm in this repo.", "decision"),
@@ -61,6 +65,9 @@ def test_lasting_instructions_in_the_users_words(prompt, kind):
     "I like hybrid",
     "I would like to pull all branches",
     "should we always squash merges?",
+    "when you commit do you run the linter?",
+    "When I ask it to build, I need to wait ten minutes.",
+    "when we deploy, we always lose the cache",
     "instead of",
     "never mind",
 ])  # fmt: skip

@@ -41,7 +41,7 @@ RULE_LINES = ("- rule:", "- decision:", "- preference:")
 # Claude Code's own text, which must never show as what the user asked or said.
 CLAUDE_CODE_TEXT = ("Caveat: The messages below", "<command-name>", "<command-message>", "<local-command",
                     "<system-reminder>", "[Request interrupted", "<task-notification>", "Base directory for this skill",
-                    "<bash-input>", "<bash-stdout>")  # fmt: skip
+                    "<bash-input>", "<bash-stdout>", "<ide_opened_file>", "<ide_selection>")  # fmt: skip
 GOALS = {"rules": 2, "next_steps": 5, "recall": 0.95, "search": 0.92, "chars": 10_000, "last_sessions": 4,
          "claude_code_text": 0, "import_seconds": 30.0}  # fmt: skip
 _FACT_REF = re.compile(r"\(fact ([0-9a-f]{8})\)")
