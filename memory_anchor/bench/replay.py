@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_anchor.client import WorkerError
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = 'How did we fix "{title}" before? Which files did we change?'
 RULE_LINES = ("- rule:", "- decision:", "- preference:")
@@ -212,7 +214,10 @@ def standing_statements_of_every_project(run, files: list[Path], via: str) -> di
     ({text, quote, session}): a folder of one person's sessions spans their projects."""
     cwds: dict[str, str] = {}
     for path in files:
-        session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        try:
+            session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        except WorkerError:  # a transcript that gave no event (only a sidechain's, say) is no session
+            continue
         cwds.setdefault(session["project"], session.get("cwd") or str(run.work))
     briefed, pending = [], []
     for project, cwd in cwds.items():
@@ -221,7 +226,7 @@ def standing_statements_of_every_project(run, files: list[Path], via: str) -> di
         for line in section(parts, "Standing rules"):
             if line.startswith(RULE_LINES):
                 rule = _with_source(line, facts)
-                briefed.append({"text": line, "quote": rule["quote"], "session": rule["session"]})
+                briefed.append({"text": rule["text"] or line, "quote": rule["quote"], "session": rule["session"]})
         for fact in run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]:
             if fact.get("type") in STANDING_TYPES:
                 pending.append({"text": fact["text"], "quote": (fact.get("data") or {}).get("quote"), "session": fact.get("session_id")})
@@ -258,7 +263,7 @@ def _with_source(line: str, facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ref = _FACT_REF.search(line)
     fact = facts.get(ref.group(1)) if ref else None
     data = (fact or {}).get("data") or {}
-    return {"line": line, "session": (fact or {}).get("session_id") or data.get("session_id"),
+    return {"line": line, "text": (fact or {}).get("text"), "session": (fact or {}).get("session_id") or data.get("session_id"),
             "source": (fact or {}).get("source") or data.get("source"), "quote": data.get("quote")}  # fmt: skip
 
 
