@@ -38,6 +38,9 @@ def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
     ("All of the code that defines the host attribute should live in `systems/nixos/default.nix`.", "decision"),
     ("I'd rather you use dataclasses over dicts for these records.", "preference"),
     ("I'm not a fan of the catppuccin theme.", "preference"),
+    # the user's way of working with a tool
+    ("I use `direnv` to set up the devbox shell.", "preference"),
+    ("i use home-manager for the program state of my users", "preference"),
 ])  # fmt: skip
 def test_lasting_instructions_in_the_users_words(prompt, kind):
     [(found, _)] = briefed(prompt)
@@ -68,6 +71,10 @@ def test_lasting_instructions_in_the_users_words(prompt, kind):
     "when you commit do you run the linter?",
     "When I ask it to build, I need to wait ten minutes.",
     "when we deploy, we always lose the cache",
+    "I use this helper to parse dates but it returns None",
+    "I use it for testing",
+    "Can I use ruff for formatting?",
+    "I used to use black for formatting",
     "instead of",
     "never mind",
 ])  # fmt: skip

@@ -100,6 +100,11 @@ _BELONGS_IN = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|on
                   r"(?:(?:should|must|shall|always) (?:live|go|belong|be (?:kept|placed|stored|defined|put))|lives|goes|belongs)\s+(?:in|under|inside|into)\s+`?[\w.-]*/[\w./-]*`?")  # fmt: skip
 # What the user wants, said inside a lasting frame ("when I ask where, I need file paths"); "I need to …" is their own task.
 _I_WANT = _re(r"^i\s+(?:need|want|expect|(?:'d|would) like)\s+(?!to\b|it\b|this\b|that\b)\w")
+# The user's own way of working, said of a tool: "I use direnv to set up the dev shell", "I use uv for packaging".
+# Not when the sentence goes on to report a problem ("… but it returns None") or names no tool ("I use it for …").
+_I_USE = _re(r"^i\s+(?:always\s+|usually\s+|normally\s+)?use\s+(?!it\b|this\b|that\b|these\b|those\b|them\b|the same\b|all\b)"
+             r"\S+(?:\s+\S+){0,3}?\s+(?:to|for|as)\s+\w")
+_REPORTS_A_PROBLEM = _re(r"\b(?:but|however|although|though|except|yet|until|fails?|failing|breaks?|broken|error|crash(?:es)?)\b")
 _YOU_MUST = _re(r"^you\s+(?:should|must|need to|have to)\b")
 _PREFER = _re(r"^(?:i|we)(?:'d| would)?\s+(?:prefer|rather)\b|^prefer\s+\S|^(?:i'?m|we'?re|i am|we are) not (?:a )?fans? of\b")
 # Reasons a sentence that looks like an instruction is not a standing one.
@@ -203,6 +208,8 @@ def _english_form(text: str) -> tuple[str, float] | None:
         return "decision", PLAIN if framed else USUAL
     if _WE_CONVENTION.match(core):
         return "decision", USUAL
+    if _I_USE.match(core) and not _REPORTS_A_PROBLEM.search(core):
+        return "preference", USUAL
     if _MAKE_SURE.match(core):
         return "rule", PLAIN if framed or _WHEN_WORDS.search(core) else HEDGED
     if framed and (_looks_imperative(core) or _I_WANT.match(core)):
