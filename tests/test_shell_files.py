@@ -169,6 +169,20 @@ def test_git_apply_verbose_names_the_files_it_patched(tmp_path) -> None:
     assert files_in_command("git apply fix.patch", cwd=str(repo)) == ([], [])
 
 
+def test_a_patch_fed_to_git_apply_through_a_heredoc_names_its_files_when_it_applied(tmp_path) -> None:
+    """Agents often apply a diff with `git apply <<'EOF'`: git prints nothing when it applies (all or nothing)."""
+    repo, patch = _repo_with_a_change(tmp_path)
+    command = f"git apply <<'EOF'\n{patch}EOF"
+    output = _run(["bash", "-c", command], repo)  # the command as the Bash tool runs it
+    assert output == "" and "round(sum(cart), 2)" in (repo / "src" / "app.py").read_text()
+    assert sorted(files_command_wrote(command, output, cwd=str(repo))) == ["README.md", "src/app.py"]
+    again = _run(["bash", "-c", command], repo)  # applied already: git refuses the whole patch
+    assert again.startswith("error:")
+    assert files_command_wrote(command, again, cwd=str(repo)) == []
+    checked = _run(["bash", "-c", command.replace("git apply", "git apply --check -R")], repo)
+    assert checked == "" and files_command_wrote(command.replace("git apply", "git apply --check"), "", str(repo)) == []
+
+
 @pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
 def test_gnu_patch_names_the_files_it_patched_and_not_those_whose_hunks_all_failed(tmp_path) -> None:
     repo, patch = _repo_with_a_change(tmp_path)

@@ -6,7 +6,9 @@ files must include what its commands wrote. Two witnesses, and only these:
 - the command line: redirections (`> f`, `>> f`, `&> f`, `cat > f <<EOF`), the programs
   that write their operands (`tee`, `touch`, `sed -i`, `perl -i`, `cp`/`mv` targets,
   `curl -o`, `dd of=`, `git mv|rm|checkout|restore`), read relative to the directory the
-  line `cd`s into. A heredoc's body is text, never commands;
+  line `cd`s into. A heredoc's body is text, never commands, except the diff fed to
+  `git apply <<'EOF'`: once git took it (it applies all or nothing, and says "error:" when
+  not), the files it names changed;
 - the output, where a tool says in so many words that it wrote a file: GNU patch's
   "patching file X", `git apply -v`'s "Applied patch X cleanly.", Django's "Migrations for
   'app':" block, a generator's "create  X", black's "reformatted X", isort's "Fixing X",
@@ -53,30 +55,37 @@ def is_path(token: str) -> bool:
     return "/" in token or name in _KNOWN_FILES or bool(re.search(r"\.[A-Za-z0-9]{1,8}$", name))
 
 
-def without_heredoc_bodies(command: str) -> str:
-    """The command line with each heredoc's body taken out (`cat > f <<'EOF'` keeps its first line)."""
+def heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the command line without its heredocs' bodies, [(the line that opens a heredoc, its body)]).
+
+    `cat > f <<'EOF'` keeps its first line; the body is text, never commands."""
     if "<<" not in command:
-        return command
-    lines = command.split("\n")
+        return command, []
     out: list[str] = []
-    pending: list[tuple[str, bool]] = []  # the delimiters still to close, in order, and whether tabs are stripped
-    for line in lines:
+    bodies: list[tuple[str, str]] = []
+    pending: list[tuple[str, bool, str]] = []  # delimiters still to close, in order: (word, tabs stripped, opener)
+    body: list[str] = []
+    for line in command.split("\n"):
         if pending:
-            delimiter, strip_tabs = pending[0]
+            delimiter, strip_tabs, opener = pending[0]
             if (line.lstrip("\t") if strip_tabs else line).rstrip() == delimiter:
                 pending.pop(0)
+                bodies.append((opener, "\n".join(body)))
+                body = []
+            else:
+                body.append(line)
             continue
         out.append(line)
         for match in _HEREDOC.finditer(line):
             if not line[match.start() :].startswith("<<<"):
-                pending.append((match.group(2), line[match.start() : match.start() + 3] == "<<-"))
-    return "\n".join(out)
+                pending.append((match.group(2), line[match.start() : match.start() + 3] == "<<-", line))
+    return "\n".join(out), bodies
 
 
 def _split_shell(command: str) -> list[list[str]]:
     """The simple commands of a command line, as token lists (quotes removed)."""
     # A line break ends a command as `;` does (a quoted one stays in its word); `\` before it joins lines.
-    command = without_heredoc_bodies(command).replace("\\\n", " ")
+    command = heredocs(command)[0].replace("\\\n", " ")
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>\n")
         lexer.whitespace = " \t\r"
@@ -317,6 +326,30 @@ def only_shows(command: str) -> bool:
     return bool(programs) and all(shows) and not any(t in _WRITE_REDIRECTS for p in programs for t in p)
 
 
+_PATCHED_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)")
+_REMOVED_FILE = re.compile(r"^--- (?:a/)?(\S+)")
+_APPLY = re.compile(r"(?:^|[;&|(]\s*)git\s+apply\b(?![^\n]*--(?:check|stat|numstat|summary)\b)")
+
+
+def files_a_heredoc_patch_changed(command: str, output: str) -> list[str]:
+    """The files of a patch fed to `git apply` through a heredoc (`git apply <<'EOF'` and the diff), when it
+    applied: git applies all of a patch or nothing, and says "error:" when it did not (`--check` and `--stat`
+    change nothing). A deleted file is named by its `--- a/` line."""
+    if re.search(r"(?m)^error:", output):
+        return []
+    found: list[str] = []
+    for opener, body in heredocs(command)[1]:
+        if not _APPLY.search(opener):
+            continue
+        removed = None
+        for line in body.splitlines():
+            if match := _REMOVED_FILE.match(line):
+                removed = match.group(1)
+            elif match := _PATCHED_FILE.match(line):
+                found.append(removed if match.group(1) == "/dev/null" and removed else match.group(1))
+    return _unique([f for f in found if f != "/dev/null" and is_path(f)])
+
+
 def files_command_wrote(command: str, output: str, cwd: str = "") -> list[str]:
     """The files a finished command's output says it wrote, placed where the command ran (after its `cd`s).
 
@@ -330,5 +363,8 @@ def files_command_wrote(command: str, output: str, cwd: str = "") -> list[str]:
         args = [t for t in tokens if not re.match(r"^[A-Za-z_]\w*=", t)]
         if args and args[0] in ("cd", "pushd"):
             place.cd(args[1:])
-    placed = (place.path(p) for p in files_output_says_written(output))
+    said = files_output_says_written(output)
+    if place.here == "":  # a patch names files from the repository's top, which a `cd` may have left
+        said += files_a_heredoc_patch_changed(command, output)
+    placed = (place.path(p) for p in said)
     return _unique([p for p in placed if p and not (cwd and p.startswith("/"))])  # placed: inside is relative
