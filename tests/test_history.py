@@ -24,6 +24,7 @@ from worker.capture.history import (
     project_slug,
     session_events,
     session_files,
+    session_id_of,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -193,6 +194,19 @@ def test_only_claude_code_transcripts_are_sessions(tmp_path):
         "probes.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
         "summary-only.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
     }
+
+
+def test_a_resumed_sessions_file_is_filed_under_the_conversation_it_continues(tmp_path):
+    """Older Claude Code wrote a resumed session to a new file whose lines keep the first session's id:
+    its events, and whoever looks the session up (bench replay), go by that id, not the file name."""
+    [original] = session_files(FIXTURES / "2.1.197").files
+    first_id = session_events(original)[0].payload["session_id"]
+    resumed = tmp_path / "1842319d-fe3b-4b85-ab5f-adedbce12474.jsonl"
+    summary = json.dumps({"type": "summary", "summary": "Refactoring", "leafUuid": "u1"})
+    resumed.write_text(summary + "\n" + original.read_text(encoding="utf-8"), encoding="utf-8")
+    assert session_id_of(resumed) == first_id != resumed.stem
+    assert {e.payload["session_id"] for e in session_events(resumed)} == {first_id}
+    assert session_id_of(tmp_path / "no-such-file.jsonl") == "no-such-file"
 
 
 def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):
