@@ -51,6 +51,8 @@ class Services:
         # slow down accepting hook events or answering searches.
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ma-api")
         self.background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-pipeline", initializer=_lower_priority)
+        # Indexing (embedding what the pipeline wrote) runs beside it, as low: see Pipeline.run.
+        self.indexing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-index", initializer=_lower_priority)
         # Hook events posted together are committed together (still each before its 202).
         self.event_commits: GroupCommit[Arrival, tuple[int, bool]] = GroupCommit(self.inbox.accept_many, self.run)
 
@@ -231,11 +233,17 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.background, functools.partial(func, *args))
 
+    async def run_indexing(self, func: Callable[..., T], *args: Any) -> T:
+        """Run indexing work on its low-priority thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.indexing, functools.partial(func, *args))
+
     def close(self) -> None:
         if self._reembedding is not None:
             self.reembedder.stop()
             self._reembedding.join(timeout=30)
         self.background.shutdown(wait=True, cancel_futures=True)
+        self.indexing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         vectors = self.__dict__.get("vectors")
         if vectors is not None and hasattr(vectors, "close"):

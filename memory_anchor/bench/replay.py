@@ -234,22 +234,22 @@ def standing_statements_of_every_project(run, files: list[Path], via: str) -> di
 
 
 STANDING_TYPES = ("rule", "decision", "preference")
-WRITING_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 
 def written_files(transcript: Path) -> set[str]:
-    """The files a session's tools wrote, as the project names them: all memory can know was changed
-    (a patch may also hold what a command generated, a database file, a migration made by a script)."""
+    """The files the session's transcript says it wrote, as the project names them: all memory can know was
+    changed. The files capture keeps as changed (`files_modified`): a writing tool's file, one a Bash command
+    line writes or its output says a tool wrote (worker/pipeline/compress/shell_files.py). A patch may also hold
+    what no line says was written: a database file a script's run created, a change made outside the transcript."""
     from memory_anchor.projects import relative
     from worker.capture.history import session_events
+    from worker.pipeline.compress.local import compress_tool_use
 
     out = set()
     for event in session_events(transcript):
         payload = event.payload
-        if payload.get("hook_event_name") == "PostToolUse" and payload.get("tool_name") in WRITING_TOOLS:
-            path = (payload.get("tool_input") or {}).get("file_path") or (payload.get("tool_input") or {}).get("notebook_path")
-            if isinstance(path, str):
-                out.add(relative(path, payload.get("cwd")))
+        if payload.get("hook_event_name") == "PostToolUse":
+            out.update(relative(path, payload.get("cwd")) for path in compress_tool_use(payload).files_modified)
     return out
 
 
@@ -322,12 +322,12 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     print(f"probes (sessions with a patch): {len(rows)}; recall names a changed file {sum(r['recall'] for r in rows)}, "
           f"search top 10 {sum(r['search'] for r in rows)}")  # fmt: skip
     written = figures["written"]
-    print(f"  of the {written['sessions']} whose transcript shows a tool writing a file of their patch (what memory "
+    print(f"  of the {written['sessions']} whose transcript says a file of their patch was written (what memory "
           f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
     for row in rows:
         which = " and ".join(name for name in ("recall", "search") if not row[name])
         if which:
-            print(f"  {'' if row['written'] else '(no tool wrote these) '}missed by {which}: {row['title']} ({', '.join(row['files'])})")
+            print(f"  {'' if row['written'] else '(no line says these were written) '}missed by {which}: {row['title']} ({', '.join(row['files'])})")
     missed = next((row for row in rows if not row["search"]), None)
     if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
         print(f"  the search's answer to the first it missed ({missed['title']}):\n    "

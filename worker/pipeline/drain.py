@@ -1,4 +1,4 @@
-"""The pipeline: drains the inbox into records, then indexes them.
+"""The pipeline: drains the inbox into records and, on a thread beside it, indexes them.
 
 Each hook event is handled by one function below (`on_<event>`). On one
 machine an event's records and the inbox row's `done` mark are written in one
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from memory_anchor import paths
 from memory_anchor.hookkit import origin
@@ -51,7 +51,8 @@ class Pipeline:
         self.services = services
         self.inbox = services.inbox
         self.sessions = Sessions(services)
-        self._wake = asyncio.Event()
+        self._wake = asyncio.Event()  # events to process
+        self._index_wake = asyncio.Event()  # records to index
         self._stopping = False
         self._last_capture = 0.0
         self._store_away = False
@@ -60,6 +61,7 @@ class Pipeline:
 
     def wake(self) -> None:
         self._wake.set()
+        self._index_wake.set()
 
     def captured(self) -> None:
         """A hook event was just accepted: process it soon, but not while more are arriving."""
@@ -79,36 +81,64 @@ class Pipeline:
             await asyncio.sleep(CAPTURE_QUIET - quiet_for)
 
     async def run(self) -> None:
-        """Drain forever: process due events, index new records, sleep until woken."""
+        """Drain forever: process due events on the pipeline's thread and, beside it on a thread of
+        its own, index the records they wrote.
+
+        The two overlap: embedding (onnxruntime, which lets go of the GIL) fills both cores while
+        the next batch of events is distilled and written, where one after the other left a core
+        idle during every batch (the django import: 3,376 events, worker/pipeline docs).
+        """
+        services = self.services
+        indexing = asyncio.create_task(self._run_stage(services.run_indexing, self._index_wake, self._index_pending,
+                                                       "indexing records"), name="indexing")  # fmt: skip
+        try:
+            await self._run_stage(services.run_background, self._wake, self._process_pending, "processing captured events",
+                                  then=self._index_wake)  # fmt: skip
+        finally:
+            if not self._stopping:  # the processing stage ended some other way: indexing ends with it
+                indexing.cancel()
+            await asyncio.gather(indexing, return_exceptions=True)
+
+    async def _run_stage(self, run: Callable[..., Awaitable[int]], wake: asyncio.Event, work: Callable[[], int], what: str,
+                         then: asyncio.Event | None = None) -> None:  # fmt: skip
+        """Pass after pass of `work` (on the thread `run` gives it) until one finds nothing to do, then
+        sleep until `wake` (or a second); `then` is woken after each pass that did something."""
         busy = False
         while not self._stopping:
             await self._yield_to_capture()
+            wake.clear()  # a wake from here on means another pass
             try:
-                worked = await self.services.run_background(self.drain_once)
+                worked = await run(work)
             except Exception as exc:
                 if self.services.disk.explains(exc):  # one line a minute, not a traceback a second
-                    self.services.disk.report(exc, "processing captured events")
+                    self.services.disk.report(exc, what)
                 else:
-                    log.exception("pipeline pass failed; retrying shortly")
+                    log.exception("pipeline pass (%s) failed; retrying shortly", what)
                 worked = 0
             if worked:
                 busy = True
+                if then is not None:
+                    then.set()
                 continue
             if busy:  # a burst just ended: hand its scratch memory back
                 heap.release_free_memory()
                 busy = False
-            self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+                await asyncio.wait_for(wake.wait(), timeout=1.0)
             except asyncio.TimeoutError:
                 pass
 
     def stop(self) -> None:
         self._stopping = True
         self._wake.set()
+        self._index_wake.set()
 
     def drain_once(self) -> int:
-        """One pass: handle a batch of due events, then index what they wrote."""
+        """One pass, all on the calling thread: handle a batch of due events, then index what they wrote."""
+        return self._process_pending() + self._index_pending()
+
+    def _process_pending(self) -> int:
+        """Handle a batch of due events (spooled ones first); returns how many."""
         spool = paths.spool_path(self.services.data_dir)
         if spool.exists():
             try:
@@ -127,12 +157,12 @@ class Pipeline:
         events = self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH)
         if events:
             self.process(events)
-        return len(events) + self._index_pending()
+        return len(events)
 
     def _index_pending(self) -> int:
         """Embed what is queued, batch by batch, until done or hook events arrive again."""
         indexed = 0
-        while self._quiet_for() >= CAPTURE_QUIET:
+        while self._quiet_for() >= CAPTURE_QUIET and not self._stopping:
             done = self.services.indexer.drain_once()
             if not done:
                 break

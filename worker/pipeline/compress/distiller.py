@@ -115,7 +115,7 @@ class Distiller:
                 errors.append(str(exc))  # a malformed reply or a rejected request: local
                 merged, used = base, 0
             else:
-                merged, used = claude.merge_observations(reply, base)
+                merged, used = claude.merge_observations(reply, base, chunk)
                 if used < len(base):
                     errors.append(f"Claude's reply covered {used} of {len(base)} tool uses")
             from_claude += used
