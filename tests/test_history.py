@@ -159,6 +159,24 @@ def test_interrupted_turns_and_local_commands_are_not_prompts(tmp_path):
     assert prompts == ["fix the failing test please", "/review src/app.py"]
 
 
+def test_the_ide_extensions_notes_are_not_part_of_the_prompt(tmp_path):
+    """In an IDE, Claude Code writes the file open or the lines selected into the user's message,
+    as its own block or its own entry; what the user typed is the rest."""
+    note = ("<ide_opened_file>The user opened the file /home/me/app/sync.ts in the IDE. This may or may not be "
+            "related to the current task.</ide_opened_file>")  # fmt: skip
+    selection = "<ide_selection>The user selected the lines 3 to 4 from /home/me/app/sync.ts:\nretry()\n</ide_selection>"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s3", "timestamp": "2025-01-01T10:00:01Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": note}, {"type": "text", "text": "Is the retry bounded?"}]}},
+        {"type": "user", "uuid": "u2", "sessionId": "s3", "timestamp": "2025-01-01T10:00:02Z",
+         "message": {"role": "user", "content": selection}},
+    ]  # fmt: skip
+    path = tmp_path / "s3.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    prompts = [e.payload["prompt"] for e in session_events(path) if e.payload["hook_event_name"] == "UserPromptSubmit"]
+    assert prompts == ["Is the retry bounded?"]
+
+
 def test_claude_codes_folder_for_a_project(tmp_path, monkeypatch):
     # What 2.1.197 and 2.1.332 named the fixtures' project folder (cwd /tmp/b_cc/run197/my.project_x).
     assert project_slug("/tmp/b_cc/run197/my.project_x") == "-tmp-b-cc-run197-my-project-x"
