@@ -139,6 +139,8 @@ class Services:
     def warm_up(self) -> None:
         """Load the embedding model and the vector index now rather than at the first search;
         vectors of another model are re-embedded on a thread of their own (worker/index/reembed.py)."""
+        if not self.shared_store:
+            self.scrub_vector_files()
         self.embedder.embed(["warm up"])
         if self.shared_store:
             return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
@@ -146,6 +148,16 @@ class Services:
         if self.reembedder.needed():
             self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
             self._reembedding.start()
+
+    def scrub_vector_files(self) -> None:
+        """Once per data dir: clear the freed memory older versions left in Chroma's index files
+        (worker/index/scrub.py). Writes to Chroma wait meanwhile; searches and capture do not."""
+        from worker.index.scrub import ChromaScrub
+
+        scrub = ChromaScrub(self.data_dir, paths.chroma_path(self.data_dir))
+        if scrub.needed():
+            with self.vectors.store.while_closed():
+                scrub.run()
 
     def _reembed(self) -> None:
         _lower_priority()

@@ -25,6 +25,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,14 @@ class ChromaStore:
             self._client = None
             self._collections.clear()
         release_free_memory()
+
+    @contextmanager
+    def while_closed(self) -> Iterator[None]:
+        """Chroma closed, and kept closed until the block ends: for work on its files
+        (worker/index/scrub.py); calls meanwhile wait for it."""
+        with self._lock:
+            self.release()
+            yield
 
     def fingerprint(self) -> str | None:
         """Size and modification time of Chroma's files, read without opening Chroma.
