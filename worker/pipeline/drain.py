@@ -42,6 +42,10 @@ CAPTURE_QUIET = 0.05
 CAPTURE_MAX_DEFER = 2.0
 CAPTURE_RECENT = 1.0
 BUSY_BATCH = 8
+# Prompts and tool uses written in one transaction (one database only): the commit is shared,
+# and a hook's event waits for the write lock at most this many events' writes (a few ms each).
+GROUP_COMMIT = 16
+GROUPED = frozenset({"SessionStart", "UserPromptSubmit", "PostToolUse"})
 # A tool use whose distilling raised: already counted as a failure.
 _FAILED = object()
 
@@ -170,13 +174,27 @@ class Pipeline:
         return indexed
 
     def process(self, events: list[InboxEvent]) -> None:
-        """Handle each event on its own: one that raises is retried later (then quarantined), never the batch."""
+        """Handle each event on its own: one that raises is retried later (then quarantined), never the batch.
+
+        On one database, a run of prompts and tool uses is written in one transaction, each event
+        in a savepoint of its own (`_write_group`); a Stop or SessionEnd is written alone, as its
+        summary reads what the events before it wrote and may call Claude, never under the write lock.
+        """
         tool_uses = [e for e in events if e.event == "PostToolUse"]
         drafts = {**self._distil_tool_uses([e for e in tool_uses if not e.local_only]),
                   **self._distil_tool_uses([e for e in tool_uses if e.local_only], local_only=True)}  # fmt: skip
+        group: list[tuple[InboxEvent, Any]] = []
         for event in events:
             if event.id in drafts and drafts[event.id] in (None, _FAILED):
                 continue  # deferred (the Claude call is retried later) or already counted as failed
+            if event.event in GROUPED and not self.services.shared_store:
+                group.append((event, drafts.get(event.id)))
+                if len(group) >= GROUP_COMMIT:
+                    self._write_group(group)
+                    group = []
+                continue
+            self._write_group(group)
+            group = []
             try:
                 draft = drafts.get(event.id)
                 if event.event in ("Stop", "SessionEnd"):
@@ -188,6 +206,54 @@ class Pipeline:
                 return
             except Exception as exc:
                 self._failed(event, exc)
+        self._write_group(group)
+
+    def _write_group(self, group: list[tuple[InboxEvent, Any]]) -> None:
+        """Write these events' records and done marks in one transaction (one database only), each
+        event in a savepoint: one that raises is rolled back alone and retried later, the others
+        commit together. Committing once for the group instead of once an event took a sixth off
+        an import's processing (the django import: 10.6 -> 8.9 s CPU); GROUP_COMMIT bounds how long
+        a hook's event waits for the write lock meanwhile."""
+        if len(group) <= 1:
+            for event, draft in group:
+                try:
+                    self._handle(event, draft)
+                except Exception as exc:
+                    self._failed(event, exc)
+            return
+        ready: list[tuple[InboxEvent, Any]] = []
+        for event, draft in group:
+            try:
+                ready.append((event, self._columns(event, draft)))  # files read before the write lock is taken
+            except Exception as exc:
+                self._failed(event, exc)
+        written: list[tuple[InboxEvent, dict[str, Any], dict[str, Any]]] = []
+        failed: list[tuple[InboxEvent, Exception]] = []
+        try:
+            with self.services.db.transaction() as conn:
+                for event, columns in ready:
+                    conn.execute("SAVEPOINT event")
+                    try:
+                        session, records = self._write(conn, event, columns)
+                        self.inbox.mark_done(conn, event.id)
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO event")
+                        failed.append((event, exc))
+                    else:
+                        written.append((event, session, records))
+                    conn.execute("RELEASE event")
+        except Exception:  # the commit itself failed: nothing was written; each event alone tells whose fault
+            log.warning("a group of %d events could not be committed; writing them one by one", len(ready), exc_info=True)
+            for event, columns in ready:
+                try:
+                    self._handle(event, columns, prepared=True)
+                except Exception as exc:
+                    self._failed(event, exc)
+            return
+        for event, exc in failed:
+            self._failed(event, exc)
+        for event, session, records in written:
+            self._after(event, session, records)
 
     def _failed(self, event: InboxEvent, exc: Exception) -> None:
         if event.attempts == 0:  # the traceback once; later tries and the quarantine say it in one line
@@ -241,9 +307,10 @@ class Pipeline:
         tool = str(event.payload.get("tool_name", ""))
         return not (settings.excluded_tools and is_excluded(tool, settings.excluded_tools))
 
-    def _handle(self, event: InboxEvent, draft: Any) -> None:
-        if event.event == "PostToolUse" and draft is not None:
-            draft = self._observation_columns(event, draft)  # files read before the write lock is taken
+    def _handle(self, event: InboxEvent, draft: Any, *, prepared: bool = False) -> None:
+        """Write one event in a transaction of its own, then run the after-event hooks."""
+        if not prepared:
+            draft = self._columns(event, draft)  # files read before the write lock is taken
         with self.services.db.transaction() as conn:
             session, written = self._write(conn, event, draft)
             if not self.services.shared_store:  # one database: the records and the done mark commit together
@@ -251,6 +318,16 @@ class Pipeline:
         if self.services.shared_store:  # two: see the module docstring for a crash in between
             with self.services.capture_db.transaction() as local:
                 self.inbox.mark_done(local, event.id)
+        self._after(event, session, written)
+
+    def _columns(self, event: InboxEvent, draft: Any) -> Any:
+        """What `_write` takes for the event: a tool use's observation columns, else its draft as it is."""
+        if event.event == "PostToolUse" and draft is not None:
+            return self._observation_columns(event, draft)
+        return draft
+
+    def _after(self, event: InboxEvent, session: dict[str, Any], written: dict[str, Any]) -> None:
+        """The after-event hooks, once the event's records are committed."""
         for hook in self.after_event:
             try:
                 hook(event.event, event, {"session": session, **written})
