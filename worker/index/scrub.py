@@ -100,7 +100,7 @@ def scrub_chroma_dir(chroma_dir: Path) -> ScrubReport:
         report.segments += 1
         header = _Header.read(segment / "header.bin")
         slots = [(segment / "data_level0.bin", header.slot_size if header else 0), (segment / "length.bin", 4)]
-        if header is None or any(_size(path) != header.max_elements * size for path, size in slots):
+        if header is None or not all(_holds_whole_slots(path, size, header) for path, size in slots):
             log.warning("left %s as it is: its index files are not in the format this version reads", segment.name)
             report.skipped.append(segment.name)
             continue
@@ -113,11 +113,18 @@ def scrub_chroma_dir(chroma_dir: Path) -> ScrubReport:
     return report
 
 
-def _size(path: Path) -> int:
+def _holds_whole_slots(path: Path, slot_size: int, header: _Header) -> bool:
+    """Whether `path` is whole slots, at least the used ones and at most `max_elements`.
+
+    Its length varies: initPersistentIndex writes every slot of the capacity then, while
+    persistDirty writes the slots it changed, where they are (a file of 1,500 used slots of 2,048
+    ended at the 1,500th, measured), and a later read stops where the file does.
+    """
     try:
-        return path.stat().st_size
+        size = path.stat().st_size
     except FileNotFoundError:
-        return -1
+        return False
+    return size % slot_size == 0 and header.used * slot_size <= size <= header.max_elements * slot_size
 
 
 def _zero_from(path: Path, start: int) -> int:
