@@ -100,10 +100,29 @@ def test_log_lines_are_redacted():
     assert "[REDACTED:secret_assignment]" in json.loads(line)["message"]
 
 
+# Source for a probe subprocess (here and in tests/test_scrub.py): `leave_freed(mark)` frees
+# blocks of the sizes Chroma's index asks for, full of `mark`.
+LEAVE_FREED = """
+import ctypes
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+
+def leave_freed(mark):
+    blocks = []
+    for size in (50_000, 120_000, 165_000, 170_000, 200_000, 300_000, 600_000, 900_000) * 4:
+        block = libc.malloc(size)
+        ctypes.memmove(block, mark * (size // len(mark)), size // len(mark) * len(mark))
+        blocks.append(block)
+        libc.malloc(64)  # kept: the freed blocks stay apart instead of merging back into the heap's top
+    for block in blocks:
+        libc.free(ctypes.c_void_p(block))
+"""
+
 # Freed blocks full of a secret, then Chroma's index reopened and written again (the worker's
 # store closes its client after 2 idle seconds and reopens it at the next write).
-CHROMA_PROBE = """
-import ctypes, sys
+CHROMA_PROBE = LEAVE_FREED + """
+import sys
 from pathlib import Path
 import numpy as np
 from worker.index import heap
@@ -113,25 +132,13 @@ from worker.index.vector_item import VectorItem
 heap.configure_malloc()
 if sys.argv[1] == "worker":
     heap.clear_reused_memory()  # as worker/app.py does before any request
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype = ctypes.c_void_p
 MARK = b"freed-secret-7f3a"
-
-def leave_freed_secrets():
-    blocks = []
-    for size in (50_000, 120_000, 165_000, 170_000, 200_000, 300_000, 600_000, 900_000) * 4:
-        block = libc.malloc(size)
-        ctypes.memmove(block, MARK * (size // len(MARK)), size // len(MARK) * len(MARK))
-        blocks.append(block)
-        libc.malloc(64)  # kept: the freed blocks stay apart instead of merging back into the heap's top
-    for block in blocks:
-        libc.free(ctypes.c_void_p(block))
 
 root = Path(sys.argv[2])
 store = ChromaStore(root)
 for n in range(int(sys.argv[3])):
     if n:
-        leave_freed_secrets()
+        leave_freed(MARK)
     store.add([VectorItem(n * 10 + i, np.full(384, 0.1 + i, dtype=np.float32), {"kind": "x", "happened_at": 1.0})
                for i in range(3)])
     store.release()

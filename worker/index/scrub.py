@@ -16,7 +16,8 @@ pyproject.toml; github.com/chroma-core/hnswlib, hnswlib/hnswalg.h):
   `size_data_per_element_` and 4 bytes, written whole by initPersistentIndex
   and serializeToHnswData from buffers that malloc (and resizeIndex's
   realloc) hand out without clearing. Only the first `cur_element_count`
-  slots are ever filled: addPoint memsets a slot before it writes it, and every
+  slots are ever filled: addPoint memsets a slot before it writes it (and writes
+  its length: our collections are cosine, which hnswlib normalises), and every
   reader stops at `cur_element_count`. The slots past it are what leaked;
 - `link_lists.bin`: only the `cur_element_count` elements' lists, each memset by
   addPoint: nothing to clear.
