@@ -279,6 +279,14 @@ def wait_for(condition, *, timeout: float = 60.0, what: str = "condition") -> No
 
 
 @pytest.fixture(scope="session")
+def venv_template(tmp_path_factory) -> Path:
+    """A virtual environment made once per session, for tests/venvs.py's `copy_venv`."""
+    from tests.venvs import make_venv
+
+    return make_venv(tmp_path_factory.mktemp("venv-template") / "env")
+
+
+@pytest.fixture(scope="session")
 def postgres_cluster():
     """One throwaway PostgreSQL server for the whole test session (tests/postgres.py)."""
     from tests.postgres import start_cluster

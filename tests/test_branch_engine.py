@@ -21,7 +21,7 @@ from worker.context.branches import branch_section
 from worker.llm.client import ClaudeClient
 from worker.store.db import Database
 from worker.store.dialect import SQLITE, dialect_of
-from worker.store.records import NotFound, RecordError, Records, resolve_view
+from worker.store.records import NotFound, RecordError, Records, resolve_view, validate_branch_name
 
 
 @pytest.fixture
@@ -438,6 +438,16 @@ def test_session_branch_precedence(db, tmp_path):
         assert sessions.branch_for_session(conn, "s9", payload, None, settings) == "fork/s9"
         off = Settings(auto_branch_on_fork=False)
         assert sessions.branch_for_session(conn, "s10", {**payload, "parent_session_id": "s2"}, None, off) == "main"
+
+
+@pytest.mark.parametrize("session_id", ["ú×üü𷙍", "a..b", "...", "x" * 300, "-lead", "日本"])
+def test_any_session_id_forks_onto_a_valid_branch(db, session_id):
+    with db.transaction() as conn:
+        registry.ensure_branch(conn, "main")
+        name = sessions.branch_for_session(conn, session_id, {"hook_event_name": "SessionStart", "source": "fork",
+                                                              "parent_session_id": "parent"}, None, Settings())  # fmt: skip
+        assert name.startswith("fork/") and validate_branch_name(name) == name
+        assert registry.get_branch(conn, name)["parent"] == "main"
 
 
 def test_context_section_names_the_active_branch_and_the_others(db):

@@ -4,13 +4,16 @@ Hypothesis generates hook payloads for every event kind, each valid or broken
 one way (a field of the wrong type, a missing field, huge strings, invalid
 UTF-8, NUL bytes, lone surrogates, line separators, deep nesting, torn or
 non-object bodies), and posts them in batches, from several threads at once,
-to one real worker. After every batch a valid event must become an observation
+to one real worker. Every batch holds every breakage (cycled, in a shuffled order),
+so a small run already tries each one many times; examples are derandomized, so a run
+is the same every time. After every batch a valid event must become an observation
 within seconds (the pipeline never stalls). At the end, every event the worker
 acknowledged is processed or quarantined (nothing is lost) and the worker is
 healthy. The spool, which hooks write when the worker is away, gets the same
 treatment with torn and malformed lines.
 
-Run with `-s` to see the tally.
+The default suite runs the quick form (720 HTTP events, 240 spool lines); `-m slow`
+(`make test-slow`) the full one (2,160 events, 600 lines). Run with `-s` to see the tally.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ from worker.capture.inbox import dedup_key
 
 # A real worker shrinks badly (each try is a batch of HTTP posts), so no shrinking:
 # a failure reports the event that broke an invariant as it was generated.
-BATCHES = 36
-BATCH_SIZE = 60  # 36 x 60 = 2,160 generated events
-SPOOL_BATCHES = 15
-SPOOL_LINES = 40
+BATCH_SIZE = 60  # each of the 14 breakages 4 or 5 times a batch
+SPOOL_LINES = 40  # each of the 10 kinds of spool line 4 times a batch
+# How many batches: the quick form in the default suite, the full one under `-m slow`.
+BATCHES = [pytest.param(12, id="quick"), pytest.param(36, id="full", marks=pytest.mark.slow)]
+SPOOL_BATCHES = [pytest.param(6, id="quick"), pytest.param(15, id="full", marks=pytest.mark.slow)]
 NO_CAP = 1 << 40  # the spool test appends without the hooks' size cap
 
 ODD = ["\x00", "\u2028", "\u2029", "\x85", "\ud800", "\udfff", "\ufeff", "\u202e", "\U0001f600", "\x1b[31m", "\r", "\n"]
@@ -74,12 +78,16 @@ def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
+def every_kind_in_turn(strategy, kinds: list[str], size: int):
+    """`size` draws of `strategy(kind)`, the kinds taken in turn, then shuffled: each batch holds every kind."""
+    return st.tuples(*(strategy(kinds[n % len(kinds)]) for n in range(size))).flatmap(st.permutations)
+
+
 @st.composite
-def hook_events(draw) -> tuple[str, bytes, str]:
+def hook_events(draw, breakage: str) -> tuple[str, bytes, str]:
     """(breakage, body, expected outcome: 'accept', 'refuse' or 'either')."""
     kind = draw(st.sampled_from(HOOK_EVENTS))
     payload = valid_payload(kind, f"fuzz-{draw(st.integers(0, 30))}", draw(st.uuids()).int)
-    breakage = draw(st.sampled_from(BREAKAGES))
     strings = [k for k, v in payload.items() if isinstance(v, str) and k != "hook_event_name"]
     expect = "accept"
     if breakage == "wrong_type":
@@ -169,14 +177,15 @@ def canary_flows(worker, name: str) -> None:
 
 
 @pytest.mark.timeout(900)  # a busy machine; a stall fails the canary's wait long before this
-def test_no_generated_event_can_stop_capture(shared_worker):
+@pytest.mark.parametrize("batch_count", BATCHES)
+def test_no_generated_event_can_stop_capture(shared_worker, batch_count):
     worker, poster = shared_worker, Poster(shared_worker)
     tally, accepted, by_breakage = Counter(), set(), Counter()
     batches = iter(range(10**6))
 
-    @settings(max_examples=BATCHES, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=batch_count, deadline=None, database=None, phases=[Phase.generate], derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])  # fmt: skip
-    @given(st.lists(hook_events(), min_size=BATCH_SIZE, max_size=BATCH_SIZE))
+    @given(every_kind_in_turn(hook_events, BREAKAGES, BATCH_SIZE))
     def one_batch(events):
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda e: poster.post(e[1]), events))
@@ -203,17 +212,20 @@ def test_no_generated_event_can_stop_capture(shared_worker):
     tally["processed"] = statuses["done"]
     tally["quarantined"] = statuses["quarantined"]
     assert statuses["done"] + statuses["quarantined"] == len(accepted), "nothing acknowledged is lost"
-    assert tally["generated"] >= 2000 or BATCHES * BATCH_SIZE < 2000
+    assert tally["generated"] == batch_count * BATCH_SIZE
+    assert min(by_breakage[b] for b in BREAKAGES) >= batch_count * (BATCH_SIZE // len(BREAKAGES)), by_breakage
     assert worker.process.poll() is None and worker.get("/api/health", token=None)["status"] == "ok"
     print(f"\nfuzz (HTTP): {dict(tally)}\nby breakage: {dict(sorted(by_breakage.items()))}")
 
 
+SPOOL_LINE_KINDS = ["valid", "valid_odd", "torn", "garbage", "not_object", "no_payload", "payload_not_object",
+                    "wrong_type", "bad_utf8", "blank"]  # fmt: skip
+
+
 @st.composite
-def spool_lines(draw) -> tuple[str, bytes]:
+def spool_lines(draw, kind: str) -> tuple[str, bytes]:
     """(kind of line, line bytes without its newline): valid entries and every way a line can be broken."""
     n = draw(st.uuids()).int
-    kind = draw(st.sampled_from(["valid", "valid_odd", "torn", "garbage", "not_object", "no_payload",
-                                 "payload_not_object", "wrong_type", "bad_utf8", "blank"]))  # fmt: skip
     event = valid_payload(draw(st.sampled_from(HOOK_EVENTS)), "spool-fuzz", n)
     entry = {"id": f"spool-fuzz-{n}", "received_at": draw(st.floats(0, 2e9) | st.just(None)), "branch": None,
              "agent_id": None, "payload": event}  # fmt: skip
@@ -243,14 +255,15 @@ def spool_lines(draw) -> tuple[str, bytes]:
 
 
 @pytest.mark.timeout(900)
-def test_torn_and_malformed_spool_lines_are_kept_aside_and_the_rest_ingested(shared_worker):
+@pytest.mark.parametrize("batch_count", SPOOL_BATCHES)
+def test_torn_and_malformed_spool_lines_are_kept_aside_and_the_rest_ingested(shared_worker, batch_count):
     worker = shared_worker
     spool, rejected = paths.spool_path(worker.data_dir), worker.data_dir / "spool.rejected.jsonl"
     tally, valid_keys = Counter(), []
 
-    @settings(max_examples=SPOOL_BATCHES, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=batch_count, deadline=None, database=None, phases=[Phase.generate], derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
-    @given(st.lists(spool_lines(), min_size=SPOOL_LINES, max_size=SPOOL_LINES))
+    @given(every_kind_in_turn(spool_lines, SPOOL_LINE_KINDS, SPOOL_LINES))
     def one_spool(lines):
         before = len(rejected.read_bytes().split(b"\n")) - 1 if rejected.exists() else 0
         # Appended as hooks append (under the spool's shared lock, so the worker never takes the
@@ -277,6 +290,7 @@ def test_torn_and_malformed_spool_lines_are_kept_aside_and_the_rest_ingested(sha
         stored = dict(conn.execute("SELECT dedup_key, status FROM inbox").fetchall())
     for key in valid_keys:
         assert stored.get(key) in ("done", "quarantined"), (key, "a valid spooled event is not lost")
+    assert sum(tally[kind] for kind in SPOOL_LINE_KINDS) == batch_count * SPOOL_LINES
     tally["valid ingested"] = len(set(valid_keys))
     tally["quarantined"] = sum(1 for key in set(valid_keys) if stored[key] == "quarantined")
     assert worker.process.poll() is None and worker.get("/api/health", token=None)["status"] == "ok"

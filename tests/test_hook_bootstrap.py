@@ -19,6 +19,7 @@ from memory_anchor import paths
 from memory_anchor.version import __version__
 from memory_anchor.hookkit import launcher, wire
 from tests.conftest import ROOT
+from tests.venvs import copy_venv
 
 
 @pytest.mark.parametrize(
@@ -126,7 +127,7 @@ def run_bootstrap(plugin: Path, data: Path) -> subprocess.CompletedProcess:
 
 
 # A real venv + pip install (about a minute on a quiet 2-core machine): the first run a user gets.
-def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch):
+def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch, venv_template):
     """Real venv + pip install of a small plugin; an update builds the new version and restarts."""
     plugin, data = tmp_path / "plugin", tmp_path / "data"
     make_tiny_plugin(plugin, "1.0.0")
@@ -146,6 +147,10 @@ def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch
     (plugin / "worker" / "__init__.py").write_text("VERSION = '1.1.0'\n")
     monkeypatch.delenv("MEMORY_ANCHOR_PYTHON", raising=False)
     assert launcher.worker_python(str(plugin), str(data)) is None  # 1.1.0 is not built yet
+    # Its venv is there, as an update cut off before pip left it (the build above made one from
+    # nothing); the update installs into it, marks it ready and restarts the worker.
+    copy_venv(venv_template, data / paths.ENVIRONMENT / "1.1.0")
+    assert launcher.worker_python(str(plugin), str(data)) is None  # not ready: nothing installed in it
     result = run_bootstrap(plugin, data)
     assert result.returncode == 0, result.stdout + result.stderr
     deadline = time.monotonic() + 30
@@ -156,9 +161,10 @@ def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch
     assert sorted(os.listdir(data / paths.ENVIRONMENT)) == ["1.1.0"]  # the old environment is gone
 
 
-def test_failed_bootstrap_is_recorded_and_not_retried_at_every_hook(tmp_path):
+def test_failed_bootstrap_is_recorded_and_not_retried_at_every_hook(tmp_path, venv_template):
     plugin, data = tmp_path / "plugin", tmp_path / "data"
     make_tiny_plugin(plugin, "2.0.0")
+    copy_venv(venv_template, data / paths.ENVIRONMENT / "2.0.0")  # the venv is made; pip then fails
     (plugin / "pyproject.toml").write_text("this is not toml [")
     result = run_bootstrap(plugin, data)
     assert result.returncode == 1

@@ -148,7 +148,10 @@ def switch_session_branch(
 
 
 def fork_branch_name(session_id: str) -> str:
-    return FORK_PREFIX + "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in session_id)[:90]
+    """`fork/<session id>` kept to what a branch name allows: ASCII letters and digits (str.isalnum
+    also takes 'ü'), '.', '_' and '-', never '..' (schemathesis sent a fork of session 'ú×üü𷙍')."""
+    kept = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "-" for ch in session_id)
+    return FORK_PREFIX + kept.replace("..", "--")[:90]
 
 
 def detect_fork(conn: sqlite3.Connection, session_id: str, payload: dict[str, Any]) -> str | None:
