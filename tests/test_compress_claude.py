@@ -83,6 +83,20 @@ def test_one_batched_call_merged_onto_local_drafts(fake_anthropic, db) -> None:
     assert first.narrative.startswith("Because reasons.") and "$ pytest -q" in first.narrative
 
 
+def test_a_file_claude_says_changed_is_kept_only_where_the_tool_use_names_it(fake_anthropic, db) -> None:
+    """Claude knows what programs usually write; memory asserts only what the tool use says."""
+    guesses = {0: ["out/report.csv"], 1: ["src/app.py"], 2: ["src/a.js"]}
+    fake_anthropic.responder = lambda request: json_reply({"observations": [
+        {"index": i, "type": "change", "title": f"Claude title {i}", "summary": "s", "files_modified": guesses[i]}
+        for i in indexes_in(request)]})  # fmt: skip
+    payloads = [bash(0, "python scripts/gen.py", "done"),  # what the script wrote is not said
+                bash(1, "cat src/app.py", "x = 1"),  # it only shows the file
+                bash(2, "npx prettier --write src/a.js", "src/a.js 35ms")]  # fmt: skip
+    drafts = distiller(db).observations(payloads).drafts
+    assert [d.distilled_by for d in drafts] == ["claude"] * 3
+    assert [d.files_modified for d in drafts] == [[], [], ["src/a.js"]]
+
+
 def test_batches_follow_llm_batch_size(fake_anthropic, db) -> None:
     fake_anthropic.responder = lambda request: json_reply(claude_observations(request))
     result = distiller(db, llm_batch_size=2).observations([bash(i) for i in range(5)])

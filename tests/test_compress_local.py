@@ -97,7 +97,7 @@ def test_bash_git_commit_records_the_message() -> None:
         ("python3 scripts/migrate.py --dry-run", ["scripts/migrate.py"], []),
         ("git rm docs/old.md", [], ["docs/old.md"]),
         ("ls -la && echo 'unterminated", [], []),
-        ("curl https://example.com/file.json -o /tmp/x", [], []),
+        ("curl https://example.com/file.json -o /tmp/x", [], ["/tmp/x"]),
     ],
 )
 def test_files_parsed_from_commands(command: str, read: list[str], modified: list[str]) -> None:

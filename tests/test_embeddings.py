@@ -85,11 +85,25 @@ def test_lazy_load():
 
 def test_batches_stay_within_the_token_budget():
     embedder = Embedder(batch_size=32, max_batch_tokens=2048)
-    texts = ["word " * 400] * 20 + ["short text"] * 100
-    batches = embedder._batches(texts)
-    assert sorted(i for batch in batches for i in batch) == list(range(len(texts)))
+    lengths = [256] * 20 + [4] * 100 + [37, 90, 12]
+    batches = embedder._batches(lengths)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
     for batch in batches:
         assert len(batch) <= 32
-        longest = max(min(256, len(texts[i]) // 4 + 2) for i in batch)
-        assert len(batch) * longest <= 2048
+        assert len(batch) * max(lengths[i] for i in batch) <= 2048  # padded to its longest
     assert any(len(batch) == 32 for batch in batches)  # short texts still share full batches
+
+
+def test_batches_are_cut_by_tokens_not_characters(embedder):
+    """Code and paths have more tokens a character than prose: batches are made from the texts'
+    token counts, so a batch of them stays within the budget and holds little padding."""
+    code = [f"django/db/models/sql/compiler.py:{n} `get_order_by()` -> ['-pk', F('a__b')]" for n in range(40)]
+    prose = ["the build failed on the server today"] * 40
+    texts = code + prose
+    lengths = [len(embedder._tokenizer.encode(t).ids) for t in texts]
+    assert min(lengths[:40]) > 1.5 * max(lengths[40:])  # the code lines are the longer ones in tokens
+    batches = embedder._batches(lengths)
+    padded = sum(len(batch) * max(lengths[i] for i in batch) for batch in batches)
+    assert all(len(batch) * max(lengths[i] for i in batch) <= embedder.max_batch_tokens for batch in batches)
+    assert padded <= 1.15 * sum(lengths)  # a batch where the short texts end and the long begin pads a little
+    assert np.allclose(embedder.embed(texts), np.stack([embedder.embed_one(t) for t in texts]), atol=1e-4)

@@ -151,3 +151,46 @@ def test_the_pipeline_waits_for_a_pause_in_captured_events(quick_pipeline):
 
 def test_a_steady_stream_still_lets_the_pipeline_run(quick_pipeline):
     assert abs(wait_during_stream(quick_pipeline, 1.5) - 0.6) < 0.011  # CAPTURE_MAX_DEFER, then it runs anyway
+
+
+def test_a_run_of_prompts_and_tool_uses_commits_once_and_a_failing_event_is_rolled_back_alone(tmp_path: Path, monkeypatch):
+    from memory_anchor.settings import load_settings
+    from worker.services import Services
+
+    services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")
+    try:
+        base = {"session_id": "s1", "cwd": str(tmp_path), "transcript_path": str(tmp_path / "s1.jsonl")}
+        events = [{**base, "hook_event_name": "UserPromptSubmit", "prompt": "Why does the cart total drift?"}]
+        events += [{**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"toolu_{n}",
+                    "tool_input": {"command": f"pytest tests/test_cart.py -k case{n}"},
+                    "tool_response": {"stdout": f"case{n} passed", "stderr": "", "interrupted": False}}
+                   for n in range(5)]  # fmt: skip
+        events.append({**base, "hook_event_name": "Stop", "stop_hook_active": False})
+        ids = [inbox_id for inbox_id, _ in services.inbox.accept_many([Arrival(e) for e in events])]
+        pipeline = Pipeline(services)
+        seen: list[str] = []
+        pipeline.after_event.append(lambda name, event, written: seen.append(event.payload.get("tool_use_id") or name))
+        write = Pipeline.on_tool_use
+
+        def broken_for_one(self, conn, event, session, values):
+            written = write(self, conn, event, session, values)  # its record is written, then it fails
+            if event.payload["tool_use_id"] == "toolu_2":
+                raise RuntimeError("a fault in this one event")
+            return written
+
+        monkeypatch.setitem(pipeline_module.HANDLERS, "PostToolUse", broken_for_one)
+        pipeline.process(services.inbox.claim(64))
+
+        conn = services.db.reader()
+        observations = conn.execute("SELECT tool_use_id, created_at FROM records WHERE kind = 'observation'").fetchall()
+        assert sorted(r["tool_use_id"] for r in observations) == ["toolu_0", "toolu_1", "toolu_3", "toolu_4"]
+        prompt_time = conn.execute("SELECT created_at FROM records WHERE kind = 'prompt'").fetchone()[0]
+        assert {r["created_at"] for r in observations} == {prompt_time}  # one transaction stamps one time
+        summary_time = conn.execute("SELECT created_at FROM records WHERE kind = 'summary'").fetchone()[0]
+        assert summary_time > prompt_time  # the Stop's summary reads them, committed, in a transaction of its own
+        status = {r["id"]: (r["status"], r["attempts"]) for r in conn.execute("SELECT id, status, attempts FROM inbox")}
+        assert status[ids[3]] == ("pending", 1)  # retried later, as an event failing alone always was
+        assert all(status[i] == ("done", 0) for i in ids if i != ids[3])
+        assert seen == ["UserPromptSubmit", "toolu_0", "toolu_1", "toolu_3", "toolu_4", "Stop"]  # hooks in order, after the commit
+    finally:
+        services.close()

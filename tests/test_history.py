@@ -24,6 +24,7 @@ from worker.capture.history import (
     project_slug,
     session_events,
     session_files,
+    session_id_of,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -158,6 +159,24 @@ def test_interrupted_turns_and_local_commands_are_not_prompts(tmp_path):
     assert prompts == ["fix the failing test please", "/review src/app.py"]
 
 
+def test_the_ide_extensions_notes_are_not_part_of_the_prompt(tmp_path):
+    """In an IDE, Claude Code writes the file open or the lines selected into the user's message,
+    as its own block or its own entry; what the user typed is the rest."""
+    note = ("<ide_opened_file>The user opened the file /home/me/app/sync.ts in the IDE. This may or may not be "
+            "related to the current task.</ide_opened_file>")  # fmt: skip
+    selection = "<ide_selection>The user selected the lines 3 to 4 from /home/me/app/sync.ts:\nretry()\n</ide_selection>"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s3", "timestamp": "2025-01-01T10:00:01Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": note}, {"type": "text", "text": "Is the retry bounded?"}]}},
+        {"type": "user", "uuid": "u2", "sessionId": "s3", "timestamp": "2025-01-01T10:00:02Z",
+         "message": {"role": "user", "content": selection}},
+    ]  # fmt: skip
+    path = tmp_path / "s3.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    prompts = [e.payload["prompt"] for e in session_events(path) if e.payload["hook_event_name"] == "UserPromptSubmit"]
+    assert prompts == ["Is the retry bounded?"]
+
+
 def test_claude_codes_folder_for_a_project(tmp_path, monkeypatch):
     # What 2.1.197 and 2.1.332 named the fixtures' project folder (cwd /tmp/b_cc/run197/my.project_x).
     assert project_slug("/tmp/b_cc/run197/my.project_x") == "-tmp-b-cc-run197-my-project-x"
@@ -193,6 +212,19 @@ def test_only_claude_code_transcripts_are_sessions(tmp_path):
         "probes.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
         "summary-only.jsonl": "not a Claude Code transcript (no user or assistant entry with a sessionId in its first 1 lines)",
     }
+
+
+def test_a_resumed_sessions_file_is_filed_under_the_conversation_it_continues(tmp_path):
+    """Older Claude Code wrote a resumed session to a new file whose lines keep the first session's id:
+    its events, and whoever looks the session up (bench replay), go by that id, not the file name."""
+    [original] = session_files(FIXTURES / "2.1.197").files
+    first_id = session_events(original)[0].payload["session_id"]
+    resumed = tmp_path / "1842319d-fe3b-4b85-ab5f-adedbce12474.jsonl"
+    summary = json.dumps({"type": "summary", "summary": "Refactoring", "leafUuid": "u1"})
+    resumed.write_text(summary + "\n" + original.read_text(encoding="utf-8"), encoding="utf-8")
+    assert session_id_of(resumed) == first_id != resumed.stem
+    assert {e.payload["session_id"] for e in session_events(resumed)} == {first_id}
+    assert session_id_of(tmp_path / "no-such-file.jsonl") == "no-such-file"
 
 
 def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):

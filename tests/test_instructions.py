@@ -27,6 +27,10 @@ def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
     ("You should never commit .env files", "rule"),
     ("Commit messages must always be in English.", "rule"),
     ("I want you to always show file paths when I ask where something is.", "rule"),
+    # a lasting frame that opens like a question ("when …") and the user's want after it, comma or not
+    ("WHEN I ASK WHERE THINGS ARE I NEED FILE PATHS", "rule"),
+    ("when i ask where something lives, i want the file path", "rule"),
+    ("When you commit, run the linter first.", "rule"),
     ("so for now we treat signedAt as the start of the contract until told otherwise", "decision"),
     ("we deploy with fly.io, so leave the Dockerfile alone", "decision"),
     ("Use pnpm instead of npm in this repo.", "decision"),
@@ -34,6 +38,9 @@ def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
     ("All of the code that defines the host attribute should live in `systems/nixos/default.nix`.", "decision"),
     ("I'd rather you use dataclasses over dicts for these records.", "preference"),
     ("I'm not a fan of the catppuccin theme.", "preference"),
+    # the user's way of working with a tool
+    ("I use `direnv` to set up the devbox shell.", "preference"),
+    ("i use home-manager for the program state of my users", "preference"),
 ])  # fmt: skip
 def test_lasting_instructions_in_the_users_words(prompt, kind):
     [(found, _)] = briefed(prompt)
@@ -61,6 +68,13 @@ def test_lasting_instructions_in_the_users_words(prompt, kind):
     "I like hybrid",
     "I would like to pull all branches",
     "should we always squash merges?",
+    "when you commit do you run the linter?",
+    "When I ask it to build, I need to wait ten minutes.",
+    "when we deploy, we always lose the cache",
+    "I use this helper to parse dates but it returns None",
+    "I use it for testing",
+    "Can I use ruff for formatting?",
+    "I used to use black for formatting",
     "instead of",
     "never mind",
 ])  # fmt: skip

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import start_worker, worker_env
+import pytest
+
+from tests.conftest import ROOT, start_worker, worker_env
 from tests.test_hooks import hook_env, run_hook
 from tests.test_redact import SECRETS
 from worker.logs import JsonFormatter
@@ -93,3 +98,72 @@ def test_log_lines_are_redacted():
     line = formatter.format(record)
     assert "pg-secret-77" not in line and "Sup3rS3cret!" not in line
     assert "[REDACTED:secret_assignment]" in json.loads(line)["message"]
+
+
+# Source for a probe subprocess (here and in tests/test_scrub.py): `leave_freed(mark)` frees
+# blocks of the sizes Chroma's index asks for, full of `mark`.
+LEAVE_FREED = """
+import ctypes
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+
+def leave_freed(mark):
+    blocks = []
+    for size in (50_000, 120_000, 165_000, 170_000, 200_000, 300_000, 600_000, 900_000) * 4:
+        block = libc.malloc(size)
+        ctypes.memmove(block, mark * (size // len(mark)), size // len(mark) * len(mark))
+        blocks.append(block)
+        libc.malloc(64)  # kept: the freed blocks stay apart instead of merging back into the heap's top
+    for block in blocks:
+        libc.free(ctypes.c_void_p(block))
+"""
+
+# Freed blocks full of a secret, then Chroma's index reopened and written again (the worker's
+# store closes its client after 2 idle seconds and reopens it at the next write).
+CHROMA_PROBE = LEAVE_FREED + """
+import sys
+from pathlib import Path
+import numpy as np
+from worker.index import heap
+from worker.index.chroma_store import ChromaStore
+from worker.index.vector_item import VectorItem
+
+heap.configure_malloc()
+if sys.argv[1] == "worker":
+    heap.clear_reused_memory()  # as worker/app.py does before any request
+MARK = b"freed-secret-7f3a"
+
+root = Path(sys.argv[2])
+store = ChromaStore(root)
+for n in range(int(sys.argv[3])):
+    if n:
+        leave_freed(MARK)
+    store.add([VectorItem(n * 10 + i, np.full(384, 0.1 + i, dtype=np.float32), {"kind": "x", "happened_at": 1.0})
+               for i in range(3)])
+    store.release()
+    leaked = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and MARK in p.read_bytes())
+    print(" ".join(leaked) or "-", flush=True)
+    if leaked:
+        break
+"""
+
+
+def chroma_files_after_freed_secrets(tmp_path: Path, malloc: str, rounds: int) -> list[str]:
+    """Per round, the files under a real Chroma store that hold a freed block's bytes ("-": none)."""
+    result = subprocess.run([sys.executable, "-c", CHROMA_PROBE, malloc, str(tmp_path / malloc), str(rounds)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_freed_bytes_never_reach_chromas_index_files(tmp_path: Path):
+    """How a secret reached disk (worker/index/heap.py): Chroma reopens its HNSW index into a block
+    malloc hands out, reads only the vectors it holds, and writes the whole capacity back. With the
+    worker's malloc, freed bytes never get there; with glibc's as it comes they do, so the probe
+    sees a leak when there is one."""
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only: elsewhere the worker's malloc is left as it is")
+    assert chroma_files_after_freed_secrets(tmp_path, "worker", rounds=6) == ["-"] * 6
+    leaked = chroma_files_after_freed_secrets(tmp_path, "bare", rounds=12)
+    assert leaked[-1].endswith("data_level0.bin"), leaked

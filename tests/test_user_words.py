@@ -45,6 +45,17 @@ def test_a_slash_command_is_what_the_user_typed_and_reminders_are_dropped():
     assert typed_text("<bash-input>git status</bash-input>") == "!git status"
 
 
+def test_the_ide_integrations_notes_are_not_the_users_words():
+    """Claude Code's IDE extension prefixes a prompt with the file open or the lines selected in the editor."""
+    opened = ("<ide_opened_file>The user opened the file /home/me/app/src/sync.ts in the IDE. This may or may not be "
+              "related to the current task.</ide_opened_file>\nLook at the pending changes, is the loop bounded?")  # fmt: skip
+    assert own_words(opened) == ["Look at the pending changes, is the loop bounded?"]
+    assert subject(opened) == "Look at the pending changes, is the loop bounded?"
+    selected = ("<ide_selection>The user selected the lines 3 to 4 from /home/me/app/src/sync.ts:\nalways_retry()\n"
+                "This may or may not be related to the current task.</ide_selection>")  # fmt: skip
+    assert typed_text(selected) == "" and own_words(selected) == []
+
+
 def test_pasted_material_is_not_the_users_own_words():
     prompt = (
         "The deploy broke again, can you look? Here is the log:\n"

@@ -207,3 +207,24 @@ def test_a_stale_or_torn_snapshot_is_never_used(tmp_path):
     restarted = _vectors(tmp_path)
     assert restarted.load() == 300
     assert restarted.search(corpus[250], 1)[0][0] == 251
+
+
+def test_chroma_stays_open_while_a_batch_is_prepared_then_idles_out(tmp_path):
+    """The indexer embeds a batch inside `writing()`: the idle release (what the store's timer
+    calls) leaves the client open meanwhile, so a stream of batches does not reopen Chroma and
+    reload its index between every two; once the writes are in, the release closes it as before."""
+    from worker.index.vectors import ChromaStore, Vectors
+
+    vectors = Vectors(store=ChromaStore(tmp_path / "chroma", idle_release_seconds=3600), dim=DIM)
+    corpus = _corpus(20)
+    try:
+        vectors.add(_items(corpus[:10]))
+        with vectors.writing():
+            vectors.store._release_when_idle()  # the idle timer firing while the next batch is embedded
+            assert vectors.store._client is not None
+            vectors.add(_items(corpus[10:], first_seq=11))
+        vectors.store._release_when_idle()
+        assert vectors.store._client is None
+        assert vectors.store.count() == 20
+    finally:
+        vectors.close()

@@ -51,6 +51,8 @@ class Services:
         # slow down accepting hook events or answering searches.
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ma-api")
         self.background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-pipeline", initializer=_lower_priority)
+        # Indexing (embedding what the pipeline wrote) runs beside it, as low: see Pipeline.run.
+        self.indexing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-index", initializer=_lower_priority)
         # Hook events posted together are committed together (still each before its 202).
         self.event_commits: GroupCommit[Arrival, tuple[int, bool]] = GroupCommit(self.inbox.accept_many, self.run)
 
@@ -137,6 +139,8 @@ class Services:
     def warm_up(self) -> None:
         """Load the embedding model and the vector index now rather than at the first search;
         vectors of another model are re-embedded on a thread of their own (worker/index/reembed.py)."""
+        if not self.shared_store:
+            self.scrub_vector_files()
         self.embedder.embed(["warm up"])
         if self.shared_store:
             return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
@@ -144,6 +148,16 @@ class Services:
         if self.reembedder.needed():
             self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
             self._reembedding.start()
+
+    def scrub_vector_files(self) -> None:
+        """Once per data dir: clear the freed memory older versions left in Chroma's index files
+        (worker/index/scrub.py). Writes to Chroma wait meanwhile; searches and capture do not."""
+        from worker.index.scrub import ChromaScrub
+
+        scrub = ChromaScrub(self.data_dir, paths.chroma_path(self.data_dir))
+        if scrub.needed():
+            with self.vectors.store.while_closed():
+                scrub.run()
 
     def _reembed(self) -> None:
         _lower_priority()
@@ -231,11 +245,17 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.background, functools.partial(func, *args))
 
+    async def run_indexing(self, func: Callable[..., T], *args: Any) -> T:
+        """Run indexing work on its low-priority thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.indexing, functools.partial(func, *args))
+
     def close(self) -> None:
         if self._reembedding is not None:
             self.reembedder.stop()
             self._reembedding.join(timeout=30)
         self.background.shutdown(wait=True, cancel_futures=True)
+        self.indexing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         vectors = self.__dict__.get("vectors")
         if vectors is not None and hasattr(vectors, "close"):

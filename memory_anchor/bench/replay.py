@@ -35,13 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_anchor.client import WorkerError
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = 'How did we fix "{title}" before? Which files did we change?'
 RULE_LINES = ("- rule:", "- decision:", "- preference:")
 # Claude Code's own text, which must never show as what the user asked or said.
 CLAUDE_CODE_TEXT = ("Caveat: The messages below", "<command-name>", "<command-message>", "<local-command",
                     "<system-reminder>", "[Request interrupted", "<task-notification>", "Base directory for this skill",
-                    "<bash-input>", "<bash-stdout>")  # fmt: skip
+                    "<bash-input>", "<bash-stdout>", "<ide_opened_file>", "<ide_selection>")  # fmt: skip
 GOALS = {"rules": 2, "next_steps": 5, "recall": 0.95, "search": 0.92, "chars": 10_000, "last_sessions": 4,
          "claude_code_text": 0, "import_seconds": 30.0}  # fmt: skip
 _FACT_REF = re.compile(r"\(fact ([0-9a-f]{8})\)")
@@ -142,7 +144,7 @@ async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
 
 
 def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None = None, via: str = "api",
-            progress=None) -> dict[str, Any]:  # fmt: skip
+            progress=None, labels: bool = False) -> dict[str, Any]:  # fmt: skip
     """Import the folder's sessions (the last `quick` of them) into a fresh worker and read what it gives."""
     from memory_anchor.bench.context import Run
     from memory_anchor.history import Progress, import_history
@@ -195,6 +197,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
                               "search": names_a_file(s, p.files), "search_answer": s[:600],
                               "written": bool(set(p.files) & written_files(by_id[p.session_id]))}
                              for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+        if labels:
+            figures["all_rules"] = standing_statements_of_every_project(run, files, via)
         figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
     rows = figures["probes"]
     figures["recall"] = sum(r["recall"] for r in rows) / len(rows) if rows else None
@@ -205,22 +209,47 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
     return figures
 
 
-WRITING_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+def standing_statements_of_every_project(run, files: list[Path], via: str) -> dict[str, list[dict[str, Any]]]:
+    """The rules, decisions and preferences each project's briefing lists, and those waiting for approval
+    ({text, quote, session}): a folder of one person's sessions spans their projects."""
+    cwds: dict[str, str] = {}
+    for path in files:
+        try:
+            session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        except WorkerError:  # a transcript that gave no event (only a sidechain's, say) is no session
+            continue
+        cwds.setdefault(session["project"], session.get("cwd") or str(run.work))
+    briefed, pending = [], []
+    for project, cwd in cwds.items():
+        facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
+        parts = sections(run.context_at(cwd, via))
+        for line in section(parts, "Standing rules"):
+            if line.startswith(RULE_LINES):
+                rule = _with_source(line, facts)
+                briefed.append({"text": rule["text"] or line, "quote": rule["quote"], "session": rule["session"]})
+        for fact in run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]:
+            if fact.get("type") in STANDING_TYPES:
+                pending.append({"text": fact["text"], "quote": (fact.get("data") or {}).get("quote"), "session": fact.get("session_id")})
+    return {"briefed": briefed, "pending": pending}
+
+
+STANDING_TYPES = ("rule", "decision", "preference")
 
 
 def written_files(transcript: Path) -> set[str]:
-    """The files a session's tools wrote, as the project names them: all memory can know was changed
-    (a patch may also hold what a command generated, a database file, a migration made by a script)."""
+    """The files the session's transcript says it wrote, as the project names them: all memory can know was
+    changed. The files capture keeps as changed (`files_modified`): a writing tool's file, one a Bash command
+    line writes or its output says a tool wrote (worker/pipeline/compress/shell_files.py). A patch may also hold
+    what no line says was written: a database file a script's run created, a change made outside the transcript."""
     from memory_anchor.projects import relative
     from worker.capture.history import session_events
+    from worker.pipeline.compress.local import compress_tool_use
 
     out = set()
     for event in session_events(transcript):
         payload = event.payload
-        if payload.get("hook_event_name") == "PostToolUse" and payload.get("tool_name") in WRITING_TOOLS:
-            path = (payload.get("tool_input") or {}).get("file_path") or (payload.get("tool_input") or {}).get("notebook_path")
-            if isinstance(path, str):
-                out.add(relative(path, payload.get("cwd")))
+        if payload.get("hook_event_name") == "PostToolUse":
+            out.update(relative(path, payload.get("cwd")) for path in compress_tool_use(payload).files_modified)
     return out
 
 
@@ -234,7 +263,7 @@ def _with_source(line: str, facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ref = _FACT_REF.search(line)
     fact = facts.get(ref.group(1)) if ref else None
     data = (fact or {}).get("data") or {}
-    return {"line": line, "session": (fact or {}).get("session_id") or data.get("session_id"),
+    return {"line": line, "text": (fact or {}).get("text"), "session": (fact or {}).get("session_id") or data.get("session_id"),
             "source": (fact or {}).get("source") or data.get("source"), "quote": data.get("quote")}  # fmt: skip
 
 
@@ -293,12 +322,12 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     print(f"probes (sessions with a patch): {len(rows)}; recall names a changed file {sum(r['recall'] for r in rows)}, "
           f"search top 10 {sum(r['search'] for r in rows)}")  # fmt: skip
     written = figures["written"]
-    print(f"  of the {written['sessions']} whose transcript shows a tool writing a file of their patch (what memory "
+    print(f"  of the {written['sessions']} whose transcript says a file of their patch was written (what memory "
           f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
     for row in rows:
         which = " and ".join(name for name in ("recall", "search") if not row[name])
         if which:
-            print(f"  {'' if row['written'] else '(no tool wrote these) '}missed by {which}: {row['title']} ({', '.join(row['files'])})")
+            print(f"  {'' if row['written'] else '(no line says these were written) '}missed by {which}: {row['title']} ({', '.join(row['files'])})")
     missed = next((row for row in rows if not row["search"]), None)
     if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
         print(f"  the search's answer to the first it missed ({missed['title']}):\n    "
@@ -313,7 +342,19 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     return ok
 
 
+def report_labels(labels, rules: dict[str, list[dict[str, Any]]]) -> None:
+    """Precision and recall of the standing rules against a reader's labels: in all, then per half."""
+    from memory_anchor.bench.rule_labels import report as print_scope
+    from memory_anchor.bench.rule_labels import score
+
+    print("\nstanding rules against the labels (every project's briefing)")
+    halves = sorted({label.half for label in labels if label.half})
+    for half in [None, *halves]:
+        print_scope(half or "all", score(labels, rules["briefed"], half), score(labels, rules["pending"], half))
+
+
 def run(args) -> int:
+    from memory_anchor.bench.rule_labels import read_labels
     from memory_anchor.history import Progress
 
     folder = Path(args.dir)
@@ -323,7 +364,11 @@ def run(args) -> int:
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-replay-"))
     print(f"Memory Anchor replay benchmark: {folder}, data under {work}", flush=True)
     started = time.monotonic()
-    figures = measure(folder, work, claude=args.claude, quick=args.quick, via=args.via, progress=Progress())
+    labels = read_labels(args.labels) if getattr(args, "labels", None) else None
+    figures = measure(folder, work, claude=args.claude, quick=args.quick, via=args.via, progress=Progress(),
+                      labels=labels is not None)  # fmt: skip
     ok = report(figures, show_briefing=args.show_briefing)
+    if labels is not None:
+        report_labels(labels, figures["all_rules"])
     print(f"\n{'goals met' if ok else 'goals NOT met'} ({time.monotonic() - started:.0f} s in all)")
     return 0 if ok else 1

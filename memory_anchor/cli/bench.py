@@ -143,6 +143,9 @@ def register(sub) -> None:
                         help="read briefing and recall from the endpoints the hooks call (default), or the real hooks")
     replay.add_argument("--show-briefing", action="store_true", help="print the whole briefing")
     replay.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    replay.add_argument("--labels", type=Path, default=None, metavar="FILE",
+                        help="a reader's label of every user prompt (standing/borderline/not, JSON Lines): prints the "
+                        "precision and recall of the rules every project's briefing lists, and of those waiting for approval")  # fmt: skip
     replay.set_defaults(handler=_runner("replay"))
 
     staleness = which.add_parser("staleness", help=BENCHES["staleness"])

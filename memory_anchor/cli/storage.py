@@ -1,4 +1,5 @@
-"""`memory-anchor storage ...`: prepare a PostgreSQL database for team memory, and move memory into it.
+"""`memory-anchor storage ...`: prepare a PostgreSQL database for team memory, move memory into it,
+and scrub the local vector index files.
 
 Run by the database owner, once (`init`), then per developer (`add-member`), and to bring an
 existing memory along (`migrate`, either way). All talk to the databases directly, not to a worker.
@@ -40,6 +41,13 @@ def register(sub) -> None:
     )  # fmt: skip
     migrate.add_argument("--author", default=None, help="into PostgreSQL: the member role whose memory it is")
     migrate.set_defaults(handler=migrate_storage)
+
+    scrub = cmds.add_parser(
+        "scrub", help="clear freed memory that earlier versions left in the vector index files, now",
+        description="A worker does this once at its first start on a data dir; this runs it again, "
+        "with no worker running on the data dir.",
+    )  # fmt: skip
+    scrub.set_defaults(handler=scrub_storage)
 
     storage.set_defaults(handler=lambda args: storage.print_help() or 0)
 
@@ -129,6 +137,32 @@ def migrate_storage(args: argparse.Namespace) -> int:
     except (StorageError, RecordError) as exc:
         return _fail(exc)
     emit(args, result, text)
+    return 0
+
+
+def scrub_storage(args: argparse.Namespace) -> int:
+    """Zero the unused slots of the data dir's Chroma index files (worker/index/scrub.py), holding the
+    data dir's lock so that no worker opens Chroma meanwhile."""
+    from memory_anchor import paths
+    from worker.index.scrub import ChromaScrub
+    from worker.lifecycle import AlreadyRunning, acquire_lock
+
+    data_dir = args.data_dir or paths.data_dir()
+    try:
+        lock = acquire_lock(data_dir)
+    except AlreadyRunning as exc:
+        return _fail(f"{exc}: stop it first (`memory-anchor worker stop`); a worker scrubs at its first start anyway")
+    try:
+        report = ChromaScrub(data_dir, paths.chroma_path(data_dir)).run()
+    finally:
+        lock.close()
+    text = f"scrubbed {report.segments} vector index segments in {paths.chroma_path(data_dir)}: "
+    text += f"{report.cleared_bytes} bytes of freed memory cleared" if report.cleared_bytes else "nothing to clear"
+    if report.files:
+        text += " (" + ", ".join(report.files) + ")"
+    if report.skipped:
+        text += f"; left in a format this version does not read: {', '.join(report.skipped)}"
+    emit(args, report.as_dict(), text)
     return 0
 
 

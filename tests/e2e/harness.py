@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -67,11 +68,21 @@ def pinned_cli(pin: str) -> ClaudeCli:
 
 
 def ensure_claude_installed(pin: str = "newest") -> Path:
-    """`npm ci` the pinned Claude Code into tests/e2e/cli/<pin>/node_modules unless it is there."""
+    """`npm ci` the pinned Claude Code into tests/e2e/cli/<pin>/node_modules unless it is there.
+
+    Under pytest-xdist several processes may ask at once: they take turns on a lock held on the
+    pin's package.json (a file that is always there, so the lock writes nothing), and the second
+    finds the CLI the first installed instead of running `npm ci` over it.
+    """
     cli = pinned_cli(pin)
-    if not cli.path.exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=cli.path.parents[2], check=True,
-                       timeout=600)  # fmt: skip
+    folder = cli.path.parents[2]
+    if cli.path.exists():
+        return cli.path
+    with open(folder / "package.json", "rb") as manifest:
+        fcntl.flock(manifest, fcntl.LOCK_EX)
+        if not cli.path.exists():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder, check=True,
+                           timeout=600)  # fmt: skip
     return cli.path
 
 

@@ -129,7 +129,23 @@ def not_a_transcript(path: Path) -> str | None:
 
 
 def session_id_of(path: Path) -> str:
-    """A transcript's session: its file name (Claude Code names it by the session id)."""
+    """The session a transcript's events are filed under: its first conversation entry's `sessionId`.
+
+    Claude Code names the file by its session, but a resumed session's file begins with
+    the conversation it continues, under that conversation's id; the file name is the
+    answer only when no entry names one.
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(_SNIFF_LINES), handle):
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(entry, dict) and entry.get("type") in ("user", "assistant") and isinstance(entry.get("sessionId"), str):
+                    return entry["sessionId"]
+    except OSError:
+        pass
     return path.stem
 
 
@@ -165,7 +181,7 @@ class _Session:
         self.path = path
         self.turns = turns
         first = next((t for t in turns if t.session_id), None)
-        self.session_id = first.session_id if first else session_id_of(path)
+        self.session_id = first.session_id if first else path.stem
         self.cwd = next((t.cwd for t in turns if t.cwd), None)
 
     def payload(self, hook_event_name: str, **fields: Any) -> dict[str, Any]:

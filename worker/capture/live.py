@@ -23,6 +23,7 @@ class LiveFeed:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
+        self._wake_scheduled = False
         self.closing = False
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -30,15 +31,22 @@ class LiveFeed:
         self._changed = asyncio.Event()
 
     def changed(self, *_: Any) -> None:
-        """Something was written (callable from any thread, and as a pipeline after-event hook)."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._wake)
+        """Something was written (callable from any thread, and as a pipeline after-event hook).
+
+        One wake-up waits on the loop at a time: the streams it wakes read every record written
+        until then, so an import's thousands of events do not wake the event loop thousands of times.
+        """
+        if self._wake_scheduled or self._loop is None or self._loop.is_closed():
+            return
+        self._wake_scheduled = True
+        self._loop.call_soon_threadsafe(self._wake)
 
     def close(self) -> None:
         self.closing = True
         self._wake()
 
     def _wake(self) -> None:
+        self._wake_scheduled = False
         if self._changed is not None:
             self._changed.set()
             self._changed = asyncio.Event()

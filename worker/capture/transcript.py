@@ -46,7 +46,9 @@ from typing import Any, Iterable
 from worker.capture.redact import sanitize
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024  # read at most the last 8 MB of a long session
-_REMINDER = re.compile(r"<system-reminder>.*?(</system-reminder>|\Z)", re.DOTALL)
+# Blocks Claude Code adds to what the user typed: reminders, and the IDE extension's note of the
+# file open or the lines selected in the editor. The hooks get the prompt without them.
+_ADDED_BLOCKS = re.compile(r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics)>.*?(</\1>|\Z)", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 # Text Claude Code writes into the conversation as if the user had said it.
@@ -258,7 +260,7 @@ def _result_text(content: Any) -> str:
 
 
 def _clean(text: Any) -> str:
-    return _REMINDER.sub("", text).strip() if isinstance(text, str) else ""
+    return _ADDED_BLOCKS.sub("", text).strip() if isinstance(text, str) else ""
 
 
 def _opt_str(value: Any) -> str | None:

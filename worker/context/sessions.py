@@ -45,7 +45,9 @@ def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits
     causes = [c for c in data.get("root_causes") or [] if isinstance(c, str) and not _known(c, known)]
     if causes:
         parts.append("root cause: " + "; ".join(clip(c, 160) for c in causes[:2]))
-    changed = [relative(f, summary.get("project")) for f in data.get("files_changed") or [] if isinstance(f, str)]
+    # Once each: an Edit names a file by its absolute path, a command by the path it typed.
+    changed = list(dict.fromkeys(relative(f, summary.get("project")) for f in data.get("files_changed") or []
+                                 if isinstance(f, str)))  # fmt: skip
     if changed:
         more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
         parts.append("changed: " + ", ".join(clip(f, 80) for f in changed[:4]) + more)

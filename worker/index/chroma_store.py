@@ -25,6 +25,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class ChromaStore:
         self._client = None
         self._collections: dict[int, Any] = {}
         self._timer: threading.Timer | None = None
+        self._writers = 0  # `writing()` blocks under way: no idle release meanwhile
 
     def _persistent_client(self):
         import chromadb
@@ -124,11 +126,37 @@ class ChromaStore:
         """Close the client after a quiet spell: an open collection holds its HNSW index in RAM."""
         if self._idle_release_seconds <= 0:
             return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = threading.Timer(self._idle_release_seconds, self.release)
-        self._timer.daemon = True
-        self._timer.start()
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self._idle_release_seconds, self._release_when_idle)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _release_when_idle(self) -> None:
+        with self._lock:
+            if self._writers:
+                return  # writes on their way: `writing()` starts the idle count again when they are in
+        self.release()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Writes are on their way (the indexer embedding a batch): the client stays open until
+        they are in, then idles out as usual. An import's batches each took longer to embed
+        than the idle release, so Chroma was closed and opened again (its shard's index
+        reloaded) between every two: +60 % of Chroma's CPU (measured: 3,376 vectors in batches
+        of 128, 2.6 s kept open, 4.2 s closed between batches)."""
+        with self._lock:
+            self._writers += 1
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writers -= 1
+            self._touch()
 
     def release(self) -> None:
         """Close the client (frees Chroma's in-memory indexes); the next call reopens it."""
@@ -144,6 +172,14 @@ class ChromaStore:
             self._client = None
             self._collections.clear()
         release_free_memory()
+
+    @contextmanager
+    def while_closed(self) -> Iterator[None]:
+        """Chroma closed, and kept closed until the block ends: for work on its files
+        (worker/index/scrub.py); calls meanwhile wait for it."""
+        with self._lock:
+            self.release()
+            yield
 
     def fingerprint(self) -> str | None:
         """Size and modification time of Chroma's files, read without opening Chroma.

@@ -202,9 +202,10 @@ class Indexer:
                 for s in queued
                 if s in records and records[s]["op"] == "put" and records[s]["kind"] not in NOT_EMBEDDED
             ]
-            vectors = self._vectors_for(wanted)
-            items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
-            self.vectors.add(items)
+            with self.vectors.writing():  # Chroma stays open while the batch is embedded
+                vectors = self._vectors_for(wanted)
+                items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
+                self.vectors.add(items)
             with self.db.transaction() as wconn:
                 wconn.execute(f"DELETE FROM pending_vectors WHERE seq IN ({marks})", queued)
             self.indexed += len(items)

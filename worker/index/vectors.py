@@ -37,6 +37,7 @@ import logging
 import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -653,6 +654,12 @@ class Vectors:
         if self.snapshot is not None and (self._snapshot_current or self.snapshot.path.exists()):
             self.snapshot.invalidate()
             self._snapshot_current = False
+
+    def writing(self):
+        """A context for preparing and making writes: the store stays ready for them meanwhile
+        (ChromaStore.writing); a store without that notion is left as it is."""
+        writing = getattr(self.store, "writing", None)
+        return writing() if writing is not None else nullcontext()
 
     def add(self, items: list[VectorItem]) -> None:
         """Store durably first, then make searchable (a crash between leaves Chroma ahead, which is harmless)."""

@@ -71,7 +71,9 @@ _LASTING_FRAME = _re(
     r"for (?:all|every|any) (?:future )?\w+(?: \w+)?|in (?:this|our|the) (?:project|repo(?:sitory)?|codebase|code base|team)|"
     r"(?:every|each) time(?: (?:you|we) [^,]+)?|whenever (?:you|we) [^,]+|"
     r"(?:when|before|after|once) (?:you|we) (?:commit|push|merge|release|deploy|write|add|create|open|change|edit|"
-    r"touch|finish|run|make|start|end)[^,]*|when(?:ever)? i (?:ask|say|type|write|mention|request|tell)\b[^,]*)\s*[,:]?\s*"
+    r"touch|finish|run|make|start|end)[^,]*|"
+    # "when I ask where, I need file paths", also unpunctuated: the frame ends where the user's want begins
+    r"when(?:ever)? i (?:ask|say|type|write|mention|request|tell)\b[^,]*?(?=,|:|\s+(?:i|you)\s+(?:need|want|expect|should|must|always|never)\b|$))\s*[,:]?\s*"
 )
 # Said to hold until the user changes it, even when it also says "for now".
 _UNTIL_CHANGED = _re(r"\buntil (?:(?:i|we) (?:say|tell you|decide) otherwise|told otherwise|further notice|(?:i|we) change (?:it|that|this))\b")
@@ -96,6 +98,14 @@ _WE_CONVENTION = _re(r"^(?:we|our team|the team)\s+(?:use|deploy|host|ship|relea
 # Where things go: "… should live in `systems/nixos/default.nix`", "tests go under tests/unit".
 _BELONGS_IN = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one)\b).{3,120}?\b"
                   r"(?:(?:should|must|shall|always) (?:live|go|belong|be (?:kept|placed|stored|defined|put))|lives|goes|belongs)\s+(?:in|under|inside|into)\s+`?[\w.-]*/[\w./-]*`?")  # fmt: skip
+# What the user wants, said inside a lasting frame ("when I ask where, I need file paths"); "I need to …" is their own task.
+_I_WANT = _re(r"^i\s+(?:need|want|expect|(?:'d|would) like)\s+(?!to\b|it\b|this\b|that\b)\w")
+# The user's own way of working, said of a tool: "I use direnv to set up the dev shell", "I use uv for packaging".
+# Not when the sentence goes on to report a problem ("… but it returns None") or names no tool ("I use it for …").
+_I_USE = _re(r"^i\s+(?:always\s+|usually\s+|normally\s+)?use\s+(?!it\b|this\b|that\b|these\b|those\b|them\b|the same\b|all\b)"
+             r"\S+(?:\s+\S+){0,3}?\s+(?:to|for|as)\s+\w")
+_REPORTS_A_PROBLEM = _re(r"\b(?:but|however|although|though|except|yet|until|fails?|failing|breaks?|broken|error|crash(?:es)?)\b")
+_YOU_MUST = _re(r"^you\s+(?:should|must|need to|have to)\b")
 _PREFER = _re(r"^(?:i|we)(?:'d| would)?\s+(?:prefer|rather)\b|^prefer\s+\S|^(?:i'?m|we'?re|i am|we are) not (?:a )?fans? of\b")
 # Reasons a sentence that looks like an instruction is not a standing one.
 _CONDITION = _re(r"^(?:if|unless|although|though|as far as|assuming|given that|in case|since|because|while)\b")
@@ -129,7 +139,7 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
 
 
 def _statement(sentence: str) -> Statement | None:
-    if QUESTION.search(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
+    if _asks(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
         return None
     text = clean_sentence(sentence)
     if len(text) < 6:
@@ -143,6 +153,18 @@ def _statement(sentence: str) -> Statement | None:
     if HEDGE.search(sentence):
         confidence = min(confidence, HEDGED)
     return Statement(kind, text, confidence, replaced_terms(sentence))
+
+
+def _asks(sentence: str) -> bool:
+    """A question. "When you commit, run the linter" opens like one ("when …") but lays down a rule."""
+    if not QUESTION.search(sentence):
+        return False
+    stripped = sentence.strip()
+    if stripped.endswith(("?", "？")):
+        return True
+    opened = _LEAD_IN.sub("", stripped)
+    core = _LASTING_FRAME.sub("", opened, count=1).strip()
+    return core == opened or not (_looks_imperative(core) or _I_WANT.match(core) or _YOU_MUST.match(core))
 
 
 def _english_form(text: str) -> tuple[str, float] | None:
@@ -186,9 +208,11 @@ def _english_form(text: str) -> tuple[str, float] | None:
         return "decision", PLAIN if framed else USUAL
     if _WE_CONVENTION.match(core):
         return "decision", USUAL
+    if _I_USE.match(core) and not _REPORTS_A_PROBLEM.search(core):
+        return "preference", USUAL
     if _MAKE_SURE.match(core):
         return "rule", PLAIN if framed or _WHEN_WORDS.search(core) else HEDGED
-    if framed and _looks_imperative(core):
+    if framed and (_looks_imperative(core) or _I_WANT.match(core)):
         return "rule", PLAIN
     return None
 

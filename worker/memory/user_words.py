@@ -47,7 +47,9 @@ _SYSTEM_OPENINGS = re.compile(
 # Blocks Claude Code (or a hook) puts inside a prompt; never the user's words.
 _SYSTEM_BLOCK = re.compile(
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|bash-stdout|bash-stderr|"
-    r"user-prompt-submit-hook|task-notification|command-message|command-contents)>.*?(?:</\1>|\Z)",
+    r"user-prompt-submit-hook|task-notification|command-message|command-contents|"
+    # the IDE integration's note of the file open or the lines selected in the editor ("The user opened the file …")
+    r"ide_opened_file|ide_selection|ide_diagnostics)>.*?(?:</\1>|\Z)",
     re.DOTALL | re.IGNORECASE,
 )
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)

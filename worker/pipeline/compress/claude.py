@@ -21,7 +21,10 @@ from memory_anchor.schemas.observations import (
     SessionSummaryDraft,
     shorten,
 )
+from memory_anchor.projects import relative
 from worker.capture.redact import sanitize
+from worker.pipeline.compress.local import text_of
+from worker.pipeline.compress.shell_files import only_shows
 from worker.memory.outcomes import is_narration, is_plan
 
 # Per-string limit for what is sent: a batch of tool uses must fit in one call.
@@ -91,11 +94,13 @@ def observations_max_tokens(count: int) -> int:
     return min(350 * count + 300, 8192)
 
 
-def merge_observations(reply: Any, local: Sequence[ObservationDraft]) -> tuple[list[ObservationDraft], int]:
+def merge_observations(reply: Any, local: Sequence[ObservationDraft],
+                       payloads: Sequence[Any] = ()) -> tuple[list[ObservationDraft], int]:  # fmt: skip
     """Claude's items merged onto the local drafts: (drafts, how many came from Claude).
 
     Items are matched by "index" (by position when the reply has none and the
-    count is right); anything unusable keeps the local draft.
+    count is right); anything unusable keeps the local draft. `payloads`: the tool
+    uses, in the same order, that Claude's changed files are held to.
     """
     items = reply.get("observations") if isinstance(reply, dict) else reply
     if not isinstance(items, list):
@@ -111,7 +116,7 @@ def merge_observations(reply: Any, local: Sequence[ObservationDraft]) -> tuple[l
             by_index[index] = sanitize(item, NARRATIVE_MAX_CHARS)
     merged, used = [], 0
     for index, base in enumerate(local):
-        draft = _merge_one(by_index.get(index), base)
+        draft = _merge_one(by_index.get(index), base, payloads[index] if index < len(payloads) else None)
         used += draft.distilled_by == "claude"
         merged.append(draft)
     return merged, used
@@ -126,7 +131,23 @@ def _texts(value: Any, limit: int, each: int) -> list[str]:
     return list(dict.fromkeys(out))[:limit]
 
 
-def _merge_one(item: dict[str, Any] | None, base: ObservationDraft) -> ObservationDraft:
+def said_changed(paths: list[str], payload: Any) -> list[str]:
+    """The files Claude says a tool use changed that the tool use itself names, held to the source as facts
+    are: a path it never mentions, or one a command that only shows files printed (`cat`, `git diff`), is
+    Claude's guess about what a program might have written, and memory asserts no guess. Without the
+    payload, none."""
+    if not isinstance(payload, dict):
+        return []
+    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    command = tool_input.get("command") if isinstance(tool_input.get("command"), str) else ""
+    if command and only_shows(command):
+        return []
+    said = json.dumps(tool_input, ensure_ascii=False) + "\n" + text_of(payload.get("tool_response"), 200_000)
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    return [p for p in paths if p in said or relative(p, cwd) in said]
+
+
+def _merge_one(item: dict[str, Any] | None, base: ObservationDraft, payload: Any = None) -> ObservationDraft:
     if not item:
         return base
     title = item.get("title") if isinstance(item.get("title"), str) else ""
@@ -155,7 +176,7 @@ def _merge_one(item: dict[str, Any] | None, base: ObservationDraft) -> Observati
                 :MAX_FILES
             ],
             "files_modified": list(
-                dict.fromkeys(base.files_modified + _texts(item.get("files_modified"), MAX_FILES, 300))
+                dict.fromkeys(base.files_modified + said_changed(_texts(item.get("files_modified"), MAX_FILES, 300), payload))
             )[:MAX_FILES],
             "distilled_by": "claude",
         }

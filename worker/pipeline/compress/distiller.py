@@ -68,15 +68,18 @@ class Distiller:
     # --- observations ----------------------------------------------------------------
 
     def observations(self, payloads: Sequence[dict[str, Any]], *, final_attempt: bool = False,
-                     local_only: bool = False) -> ObservationsResult:  # fmt: skip
+                     local_only: bool = False, already_clean: bool = False) -> ObservationsResult:  # fmt: skip
         """One observation per PostToolUse payload (see ObservationsResult).
 
         Batches of `llm_batch_size` go to Claude in one call each. Without a key
         or budget, or with `final_attempt`, or after MAX_DEFERRALS, a failure
         falls back to local compression instead of deferring. `local_only`
-        (imported history) never calls Claude.
+        (imported history) never calls Claude. `already_clean`: the payloads went through
+        `sanitize_event` with these settings already, as every event in the inbox has
+        (the event door, the history door and the spool's ingestion clean them), so they
+        are not cleaned twice: that second pass was a fifth of an import's processing.
         """
-        cleaned = [sanitize(p, self.settings.max_tool_output_chars) for p in payloads]
+        cleaned = list(payloads) if already_clean else [sanitize(p, self.settings.max_tool_output_chars) for p in payloads]
         local_drafts = [local.compress_tool_use(p) for p in cleaned]
         if not cleaned or local_only or self.llm is None or not self.llm.available:
             return ObservationsResult(drafts=local_drafts, source="local")
@@ -115,7 +118,7 @@ class Distiller:
                 errors.append(str(exc))  # a malformed reply or a rejected request: local
                 merged, used = base, 0
             else:
-                merged, used = claude.merge_observations(reply, base)
+                merged, used = claude.merge_observations(reply, base, chunk)
                 if used < len(base):
                     errors.append(f"Claude's reply covered {used} of {len(base)} tool uses")
             from_claude += used

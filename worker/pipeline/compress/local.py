@@ -17,7 +17,6 @@ import difflib
 import json
 import logging
 import re
-import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +29,7 @@ from memory_anchor.schemas.observations import (
     SessionSummaryDraft,
     shorten,
 )
+from worker.pipeline.compress.shell_files import files_command_wrote, files_in_command, is_path
 
 log = logging.getLogger(__name__)
 
@@ -161,93 +161,6 @@ def _response_error(response: Any) -> bool:
     return bool(data.get("is_error") or data.get("isError") or (data.get("error") and not data.get("stdout")))
 
 
-# --- files in shell commands ----------------------------------------------------
-
-_READ_PROGRAMS = {
-    "cat", "less", "more", "head", "tail", "wc", "grep", "egrep", "rg", "ag", "sed", "awk",
-    "diff", "cmp", "file", "stat", "bat", "python", "python3", "node", "ruby", "bash", "sh",
-    "source", ".", "pytest", "jq", "yq", "md5sum", "sha256sum", "nl", "sort", "uniq", "cut",
-}  # fmt: skip
-_MODIFY_PROGRAMS = {"touch", "rm", "tee", "chmod", "chown", "truncate", "patch", "shred", "unlink"}
-_PATTERN_FIRST = {"grep", "egrep", "fgrep", "rg", "ag", "sed", "awk", "jq"}
-_PREFIXES = {"sudo", "time", "nice", "env", "command", "exec", "nohup", "xargs"}
-_KNOWN_FILES = {"Makefile", "Dockerfile", "README", "LICENSE", "Gemfile", "Procfile", "Justfile"}
-_PATHLIKE = re.compile(r"^[\w@~./+-][\w@~./+,-]*$")
-
-
-def _is_path(token: str) -> bool:
-    if not token or len(token) > 300 or token.startswith("-") or "://" in token:
-        return False
-    if token.startswith("/dev/") or token in {".", "..", "/", "~"}:
-        return False
-    if not _PATHLIKE.match(token):
-        return False
-    name = token.rstrip("/").rsplit("/", 1)[-1]
-    return "/" in token or name in _KNOWN_FILES or bool(re.search(r"\.[A-Za-z0-9]{1,8}$", name))
-
-
-def _split_shell(command: str) -> list[list[str]]:
-    """The simple commands of a command line, as token lists (quotes removed)."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to whitespace
-        tokens = command.split()
-    commands: list[list[str]] = [[]]
-    for token in tokens:
-        if token and set(token) <= set(";&|()"):
-            commands.append([])
-        else:
-            commands[-1].append(token)
-    return [c for c in commands if c]
-
-
-def files_in_command(command: str) -> tuple[list[str], list[str]]:
-    """(files read, files modified) named in a shell command line."""
-    read: list[str] = []
-    modified: list[str] = []
-    for tokens in _split_shell(command)[:30]:
-        args: list[str] = []
-        redirect = None
-        for token in tokens:
-            if token in (">", ">>", "<", ">|"):
-                redirect = token
-                continue
-            if redirect:
-                if _is_path(token) or (token and "/" not in token and not token.startswith(("&", "-"))):
-                    (read if redirect == "<" else modified).append(token)
-                redirect = None
-                continue
-            args.append(token)
-        while args and (args[0] in _PREFIXES or re.match(r"^[A-Za-z_]\w*=", args[0])):
-            args = args[1:]
-        if not args:
-            continue
-        program = args[0].rsplit("/", 1)[-1]
-        rest = args[1:]
-        if program in _PATTERN_FIRST and not any(a in ("-e", "-f", "--regexp") for a in rest):
-            # `grep PATTERN FILE...`, `sed SCRIPT FILE...`: the first operand is no file
-            operands = [i for i, a in enumerate(rest) if not a.startswith("-")]
-            if operands:
-                rest = rest[: operands[0]] + rest[operands[0] + 1 :]
-        paths = [a for a in rest if _is_path(a)]
-        if program == "git" and rest[:1] and rest[0] in ("mv", "rm", "checkout", "restore"):
-            modified += paths
-        elif program == "sed" and any(a.startswith("-i") or a == "--in-place" for a in rest):
-            modified += paths
-        elif program in ("mv", "cp", "rsync", "install", "ln"):
-            if paths:
-                modified.append(paths[-1])
-                (modified if program == "mv" else read).extend(paths[:-1])
-        elif program in _MODIFY_PROGRAMS:
-            modified += paths
-        elif program in _READ_PROGRAMS:
-            read += paths
-    return _unique(read, MAX_FILES), _unique(modified, MAX_FILES)
-
-
 # --- concepts -----------------------------------------------------------------
 
 _EXTENSION_CONCEPTS = {
@@ -320,7 +233,7 @@ def _first_line(text: str, limit: int = 60) -> str:
 Fields = dict[str, Any]
 
 
-def _bash(tool_input: dict[str, Any], response: Any) -> Fields:
+def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
     command = _str(tool_input.get("command")).strip()
     description = _str(tool_input.get("description")).strip()
     data = _dict(response)
@@ -377,7 +290,8 @@ def _bash(tool_input: dict[str, Any], response: Any) -> Fields:
     summary += f" → {'; '.join(lines)}" if lines else (" produced no output" if outcome == "ok" else f" {outcome}")
     if description and not is_test:
         summary = f"{description}: {summary}"
-    read, modified = files_in_command(command)
+    read, modified = files_in_command(command, cwd)
+    modified = _unique(modified + files_command_wrote(command, output, cwd), MAX_FILES)
     return {
         "type": kind,
         "title": title,
@@ -498,7 +412,7 @@ def _grep(tool_input: dict[str, Any], response: Any) -> Fields:
         "summary": summary,
         "narrative": _head_tail(content or "\n".join(filenames), 800),
         "facts": [f"'{shorten(pattern, 60)}' matched {count} files"] if filenames else [],
-        "files_read": [where] if _is_path(where) and "*" not in where else [],
+        "files_read": [where] if is_path(where) and "*" not in where else [],
         "concepts": _concepts(filenames[:10]),
     }
 
@@ -644,7 +558,7 @@ def build_observation(payload: Any) -> ObservationDraft:
     tool_input = _dict(data.get("tool_input"))
     response = data.get("tool_response")
     if tool_name == "Bash":
-        fields = _bash(tool_input, response)
+        fields = _bash(tool_input, response, _str(data.get("cwd")))
     elif tool_name == "Read":
         fields = _read(tool_input, response)
     elif tool_name in ("Edit", "MultiEdit"):
