@@ -51,14 +51,13 @@ from memory_anchor.schemas.observations import TYPE_TO_LAYER
 from worker.memory.common import DEFAULT_AGENT, agent_actor, now, text_similarity
 from worker.memory.conflicts import ConflictService, settle
 from worker.memory.instructions import standing_statements
-from worker.memory.facts import FactStore
+from worker.memory.facts import NEAR_DUPLICATE, FactStore
 from worker.memory.provenance import Prompt, check
 from worker.store.db import Database
 from worker.store.records import MAIN, Records, resolve_view
 
 log = logging.getLogger(__name__)
 
-NEAR_DUPLICATE = 0.85
 ROOT_CAUSE_CONFIDENCE = 0.9
 SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
 STANDING = ("rule", "decision", "preference", "convention")
@@ -427,6 +426,8 @@ class FactExtractor:
             )  # fmt: skip
             if stored["status"] == "rejected":
                 return {"id": None, "memory": text, "event": "REJECTED", "status": "rejected"}
+            if stored.get("reaffirmed"):  # the pending fact that says it already: one approval settles both
+                return {"id": stored["record"]["id"], "memory": text, "event": "NONE", "status": "pending", "reaffirmed": True}
             return {"id": stored["record"]["id"], "memory": text, "event": "ADD", "status": stored["status"]}
         # UPDATE / DELETE of an existing fact
         current = Records.get(conn, target["id"], resolve_view(conn, branch))
