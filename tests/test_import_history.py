@@ -359,3 +359,36 @@ def test_a_rejected_rule_said_again_stays_rejected_unless_said_in_a_later_sessio
 
 
 LATER = "0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f"
+
+
+def said_in_a_session(tmp_path: Path, name: str, session_id: str, day: str, prompt: str) -> Path:
+    """The 2.1.197 session the real CLI wrote, as another session on `day` whose user said `prompt`."""
+    (tmp_path / name).mkdir()
+    folder = history(tmp_path / name, "2.1.197")
+    [transcript] = folder.glob("*.jsonl")
+    text = transcript.read_text().replace('"text":"read the notes"', f'"text":{json.dumps(prompt)}')
+    for uuid in set(re.findall(r'"(?:uuid|parentUuid)":"([0-9a-f-]{36})"', text)):  # lines of its own
+        text = text.replace(uuid, str(uuid5(NAMESPACE_URL, session_id + uuid)))
+    transcript.unlink()
+    (folder / f"{session_id}.jsonl").write_text(text.replace(transcript.stem, session_id).replace(f"{DAY}T", f"{day}T"))
+    return folder
+
+
+@pytest.mark.both_backends
+def test_an_older_statement_imported_after_a_newer_one_is_kept_as_superseded_and_never_briefed(keyed_worker, tmp_path):
+    """Months of live use, then the old history is imported: what the user said before the rule they gave
+    later does not come back beside it or replace it."""
+    worker = keyed_worker
+    newer = said_in_a_session(tmp_path, "new", RESUMED, "2024-06-10", "From now on we format with ruff format instead of black.")
+    older = said_in_a_session(tmp_path, "old", LATER, "2024-03-05", "We use black for formatting.")
+    imported_again(worker, newer)
+    imported_again(worker, older)
+    project = worker.get("/api/v1/sessions?limit=1")["results"][0]["project"]
+    briefing = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+    assert "ruff format instead of black" in briefing and "We use black" not in briefing
+    live = worker.get(f"/api/v1/facts?project={project}&status=active,pending,disputed")["results"]
+    [rule] = [f for f in live if "black" in f["text"]]
+    assert rule["text"].startswith("From now on we format with ruff format") and worker.get("/api/v1/conflicts")["results"] == []
+    [kept] = worker.get(f"/api/v1/facts?project={project}&status=superseded")["results"]
+    assert kept["text"] == "We use black for formatting" and kept["data"]["superseded_by"] == rule["id"]
+    assert kept["session_id"] == LATER and _epoch(kept["data"]["verified_at"]) < _epoch(rule["data"]["verified_at"])

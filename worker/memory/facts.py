@@ -152,16 +152,7 @@ class FactStore:
             repeat = self._said_again(conn, earlier, fact, actor=actor, branch=branch, stated_at=stated_at)
             if repeat is not None:
                 return repeat
-        happened = to_epoch(fact.when, "when") if fact.when is not None else None
-        record = Records.put(
-            conn, "fact", text, branch=branch, actor=actor, reason=reason, layer=VERIFIED_FACT, status=status,
-            project=fact.project, agent_id=agent_id, session_id=fact.session_id, type=fact.category or "fact",
-            confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
-            happened_at=happened,
-            data={**_verification(stated_at), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
-                  **({"quote": fact.quote} if fact.quote else {}),
-                  **self._code_data(conn, project=fact.project, session_id=fact.session_id, text=text)},
-        )  # fmt: skip
+        record = self._put(conn, fact, text, status=status, actor=actor, reason=reason, stated_at=stated_at)
         out: dict[str, Any] = {"status": status, "record": decorate(record)}
         if status == "pending":
             out["approval"] = self.approvals.create(
@@ -171,16 +162,41 @@ class FactStore:
             )  # fmt: skip
         return out
 
-    def _said_before(self, conn, text: str, *, project: str | None, branch: str) -> dict[str, Any] | None:
-        """The pending or rejected fact that already says `text` (a near-duplicate wording), the pending
-        one first, else the closest; None when none does. Active ones are extraction's to compare."""
+    def _put(self, conn, fact: FactIn, text: str, *, status: str, actor: str, reason: str, stated_at: float | None,
+             **data: Any) -> dict[str, Any]:  # fmt: skip
+        happened = to_epoch(fact.when, "when") if fact.when is not None else None
+        return Records.put(
+            conn, "fact", text, branch=fact.branch or MAIN, actor=actor, reason=reason, layer=VERIFIED_FACT,
+            status=status, project=fact.project, agent_id=fact.agent_id or DEFAULT_AGENT, session_id=fact.session_id,
+            type=fact.category or "fact", confidence=fact.confidence, fact_key=fact_key(fact.subject, text),
+            source_id=fact.source_id, happened_at=happened,
+            data={**_verification(stated_at), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
+                  **({"quote": fact.quote} if fact.quote else {}),
+                  **self._code_data(conn, project=fact.project, session_id=fact.session_id, text=text), **data},
+        )  # fmt: skip
+
+    def keep_superseded(self, conn, fact: FactIn, by: dict[str, Any], *, actor: str, reason: str,
+                        stated_at: float) -> dict[str, Any]:  # fmt: skip
+        """A statement made before fact `by`, which replaces what it says (old history imported after
+        the fact): kept in history as `superseded` by it, never briefed. Said again, it is kept once."""
+        text = self._redact(fact.text.strip())
+        branch = fact.branch or MAIN
+        kept = self._said_before(conn, text, project=fact.project, branch=branch, statuses=("superseded",))
+        if kept is not None and (kept.get("data") or {}).get("superseded_by") == by["id"]:
+            return kept
+        return self._put(conn, fact, text, status="superseded", actor=actor, reason=reason, stated_at=stated_at,
+                         superseded_by=by["id"])  # fmt: skip
+
+    def _said_before(self, conn, text: str, *, project: str | None, branch: str,
+                     statuses: tuple[str, ...] = ("pending", "rejected")) -> dict[str, Any] | None:  # fmt: skip
+        """The fact of `statuses` that already says `text` (a near-duplicate wording), of the first status
+        first, else the closest; None when none does. Active ones are extraction's to compare."""
         filters: dict[str, Any] = {"kind": "fact"}
         if project is not None:
             filters["project"] = project
-        rows, _ = Records.query(conn, resolve_view(conn, branch), filters=filters, statuses=("pending", "rejected"),
-                                limit=10_000)  # fmt: skip
+        rows, _ = Records.query(conn, resolve_view(conn, branch), filters=filters, statuses=statuses, limit=10_000)
         said = Wording(text)
-        close = [(r["status"] == "pending", said.similarity(Wording(r["text"])), r) for r in rows]
+        close = [(r["status"] == statuses[0], said.similarity(Wording(r["text"])), r) for r in rows]
         close = [c for c in close if c[1] >= NEAR_DUPLICATE]
         return max(close, key=lambda c: c[:2])[2] if close else None
 
