@@ -9,7 +9,7 @@ import time
 import pytest
 
 from memory_anchor.schemas.memories import AddMemoryRequest
-from memory_anchor.schemas.memory_model import ConflictResolve, FactIn
+from memory_anchor.schemas.memory_model import ConflictResolve, Decision, FactIn
 from memory_anchor.settings import Settings
 from worker.llm.client import ClaudeClient
 from worker.memory import Material, MemoryModel
@@ -337,3 +337,19 @@ def test_an_older_statement_imported_after_a_newer_contradicting_one_is_supersed
     [kept] = local_model.facts.list(project=PROJECT, statuses=("superseded",))
     assert kept["text"] == older.rstrip(".") and kept["data"]["superseded_by"] == rule_id
     assert kept["data"]["verified_at"] == said  # when it was said, which is what put it behind the rule
+
+
+def test_claude_proposing_a_pending_fact_again_in_another_session_reaffirms_it(claude_model, fake_anthropic):
+    """The decision step sees only active facts; the pending one the model proposes again (the same
+    conversation read in a resumed session) is still one fact and one approval, said in both sessions."""
+    for session in ("sess-1", "sess-2"):
+        fake_anthropic.enqueue(facts_reply(("The project might need a result cache", 0.8, "result cache")))
+        outcome = claude_model.extract(Material(source="summary", text="The session looked at search.", project=PROJECT,
+                                                session_id=session))  # fmt: skip
+        assert [(r["event"], r["status"]) for r in outcome.results] == [("ADD" if session == "sess-1" else "NONE", "pending")]
+    [fact] = claude_model.facts.list(project=PROJECT, statuses=("pending",))
+    assert fact["data"]["sessions"] == ["sess-1", "sess-2"]
+    [approval] = claude_model.approvals.list()
+    claude_model.approvals.approve(approval["id"], Decision(actor="alice"))
+    assert [f["id"] for f in claude_model.facts.list(project=PROJECT)] == [fact["id"]]
+    assert claude_model.facts.list(project=PROJECT, statuses=("pending",)) == []
