@@ -48,7 +48,7 @@ bump-claude-code:
 # The suite runs on PYTEST_XDIST pytest-xdist processes (0: in pytest's own process, as
 # `make test-serial` does). Most of its time is spent waiting on subprocesses (workers, hooks,
 # the Claude Code CLI), so two processes keep a 2-core machine busy; PYTEST_DIST picks how
-# tests are shared out (docs/benchmarks.md has the figures behind both defaults).
+# tests are shared out (docs/benchmarks.md: the runs behind both defaults).
 PYTEST_XDIST ?= 2
 PYTEST_DIST ?= worksteal
 PYTEST_PARALLEL := -n $(PYTEST_XDIST) --dist $(PYTEST_DIST)
