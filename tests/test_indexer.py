@@ -13,7 +13,7 @@ import pytest
 
 from memory_anchor import paths
 from worker.index.embeddings import Embedder
-from worker.index.indexer import RECENT_TEXTS, Indexer, embedding_text
+from worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, Indexer, embedding_text
 from worker.index.vectors import Vectors
 from worker.store.db import Database
 from worker.store.records import Records
@@ -89,3 +89,25 @@ def test_the_texts_kept_for_reuse_are_bounded(store, embedder):
         indexer._remember(f"text {n}", np.zeros(Embedder.dimension, dtype=np.float32))
     assert len(indexer._recent) == RECENT_TEXTS and "text 0" in indexer._recent
     assert not any(text.startswith("Ran `job") for text in indexer._recent)  # the oldest went first
+
+
+def test_an_observation_is_embedded_by_its_first_tokens_and_a_memory_whole(store, embedder):
+    """The vector carries an observation's gist (what was done, to what); the rest of its summary is
+    found by keywords. A memory, a prompt or a session summary is what the user asked or was told:
+    embedded whole (up to the model's window)."""
+    db, vectors, indexer = store
+    # A summary as the local distiller wrote it for a real session of the django replay.
+    summary = ("`python reproduce.py` → Traceback (most recent call last):; django.core.exceptions."
+               "ImproperlyConfigured: Application labels aren't unique, duplicates: contenttypes")
+    long = observation(db, "Ran `python reproduce.py`", summary, "s1")
+    with db.transaction() as conn:
+        memory = Records.put(conn, "memory", summary, project=PROJECT, user_id="alice")
+    assert indexer.drain() == 2
+    cut, whole = sorted(embedder.texts, key=len)
+    assert whole == summary and embedding_text(long).startswith(cut) and cut != embedding_text(long)
+    assert cut.startswith("Ran `python reproduce.py`\n`python reproduce.py` → Traceback")
+    assert len(embedder._tokenizer.encode(cut, add_special_tokens=False).ids) <= OBSERVATION_MAX_TOKENS
+    assert not (cut[-1].isalnum() and embedding_text(long)[len(cut)].isalnum()), "cut between words, never in one"
+    head = Embedder().embed([cut])[0]
+    assert float(np.dot(head, vectors.index.vector(long["seq"]))) > 0.999
+    assert float(np.dot(Embedder().embed([summary])[0], vectors.index.vector(memory["seq"]))) > 0.999

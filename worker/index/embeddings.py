@@ -203,6 +203,23 @@ class Embedder:
             batches.append(current)
         return batches
 
+    def heads(self, texts: list[str], max_tokens: int) -> list[str]:
+        """Each text cut after its first `max_tokens` tokens (the model's own), at a word's end:
+        what the model would read of it with a window that short."""
+        self.load()
+        out = []
+        for text, encoding in zip(texts, self._tokenizer.encode_batch(texts, add_special_tokens=False)):
+            offsets = encoding.offsets
+            if len(offsets) <= max_tokens:
+                out.append(text)
+                continue
+            words = encoding.word_ids
+            cut = max_tokens
+            while cut > 0 and words[cut] is not None and words[cut] == words[cut - 1]:
+                cut -= 1  # never half a word: "migrations" read as "migr" is another word
+            out.append(text[: offsets[cut - 1][1]].rstrip() if cut else text[: offsets[max_tokens - 1][1]])
+        return out
+
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterable
 
 from worker.index.embeddings import Embedder
-from worker.index.indexer import NOT_EMBEDDED, embedding_text, vector_meta
+from worker.index.indexer import NOT_EMBEDDED, embedding_texts, vector_meta
 from worker.index.vectors import VectorItem, Vectors
 from worker.store.records import MAIN, Records
 
@@ -141,7 +141,7 @@ class LogFollower:
         records = Records.by_seqs(conn, seqs)
         wanted = [records[s] for s in seqs if s in records]  # a row gone meanwhile (its branch deleted)
         if wanted:
-            vectors = self.embedder.embed([embedding_text(r) for r in wanted])
+            vectors = self.embedder.embed(embedding_texts(wanted, self.embedder))
             self.vectors.add([VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)])
             self.indexed += len(wanted)
         for seq in seqs:

@@ -37,9 +37,15 @@ NOT_EMBEDDED = frozenset({"identity"})
 
 # Embedding cost grows steeply with length (here ~400 short texts/s, ~22/s at 140
 # tokens), so a record is embedded by what carries its meaning: an observation by
-# its title and summary (its narrative and command output are found by keywords),
-# anything else by the head of its text.
+# the head of its title and summary (its narrative and command output are found by
+# keywords), anything else by the head of its text.
 EMBED_MAX_CHARS = 512
+# An observation's vector only has to carry its gist (the tool, the file or command, how it
+# went); keyword search covers every word. Observations were 79 % of the tokens an import of
+# 107 real sessions embedded (1,847 texts, 49 tokens on average); cut to 32, the import embeds
+# a quarter fewer tokens, with search and recall as good (docs/benchmarks.md, import speed).
+# Vectors made before from the whole summary stay valid: the same model, a little more text.
+OBSERVATION_MAX_TOKENS = 32
 RECENT_TEXTS = 4096  # texts whose vectors are kept for reuse (1.5 KB each)
 BULK = 32  # records indexed by one API write after which the heap is trimmed
 
@@ -62,6 +68,17 @@ def embedding_text(record: dict[str, Any]) -> str:
     if title and title.lower() not in text.lower():
         text = f"{title}\n{text}"
     return _in_project(text[: EMBED_MAX_CHARS * 2], record)[:EMBED_MAX_CHARS]
+
+
+def embedding_texts(records: list[dict[str, Any]], embedder: Embedder) -> list[str]:
+    """What these records are embedded as: `embedding_text`, an observation's cut to its first
+    OBSERVATION_MAX_TOKENS tokens."""
+    texts = [embedding_text(record) for record in records]
+    observations = [n for n, record in enumerate(records) if record.get("kind") == "observation"]
+    if observations:
+        for n, head in zip(observations, embedder.heads([texts[n] for n in observations], OBSERVATION_MAX_TOKENS)):
+            texts[n] = head
+    return texts
 
 
 def _in_project(text: str, record: dict[str, Any]) -> str:
@@ -183,7 +200,7 @@ class Indexer:
             wanted = [records[s] for s in seqs if s in records and s in self.vectors.index]
             if not wanted:
                 return 0
-            vectors = self.embedder.embed([embedding_text(r) for r in wanted])
+            vectors = self.embedder.embed(embedding_texts(wanted, self.embedder))
             return self.vectors.overwrite([VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)])
 
     def _index(self, seqs: list[int]) -> int:
@@ -220,7 +237,7 @@ class Indexer:
         third of the texts had been embedded already, and embedding is most of an import's cost.
         """
         out = np.zeros((len(records), self.embedder.dimension), dtype=np.float32)
-        texts = [embedding_text(record) for record in records]
+        texts = embedding_texts(records, self.embedder)
         waiting: dict[str, list[int]] = {}  # text -> the positions it fills
         conn = self.db.reader()
         for n, record in enumerate(records):
