@@ -201,7 +201,7 @@ def test_stopping_does_not_wait_for_the_warm_up_to_load_the_model_and_no_store_i
     embedder = services.__dict__["embedder"] = ModelStillLoading()
     loaded_vectors = []
     services.vectors.load = lambda: loaded_vectors.append(1)
-    warm_up = services.background.submit(services.warm_up)
+    warm_up = services.warming.submit(services.warm_up)
     assert embedder.loading.wait(30)
 
     services.close()  # returns while the model is still loading

@@ -148,7 +148,7 @@ async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:
 async def _warm_up(services: Services) -> None:
     """Load the embedding model and vectors before the first search needs them."""
     try:
-        await services.run_background(services.warm_up)
+        await services.run_warm_up()
     except Exception:
         log.exception("warm-up failed; the first search will load what it needs")
 

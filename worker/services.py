@@ -53,6 +53,10 @@ class Services:
         self.background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-pipeline", initializer=_lower_priority)
         # Indexing (embedding what the pipeline wrote) runs beside it, as low: see Pipeline.run.
         self.indexing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-index", initializer=_lower_priority)
+        # The warm-up on a thread of its own: on the pipeline's, the first events waited for the
+        # model and the vector index to load, and so did a stop (the pipeline's last stage queued
+        # behind it).
+        self.warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-warm-up", initializer=_lower_priority)
         # Hook events posted together are committed together (still each before its 202).
         self.event_commits: GroupCommit[Arrival, tuple[int, bool]] = GroupCommit(self.inbox.accept_many, self.run)
         # Shutdown does not wait for the warm-up's model load (see warm_up and close).
@@ -159,6 +163,8 @@ class Services:
             self.embedder.embed(["warm up"])
             if self.shared_store:
                 return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
+            import chromadb  # noqa: F401  # 1-3 s of imports that touch no store: not waited for either
+
             with self._warm_store_step:
                 if self._closing.is_set():
                     return
@@ -265,6 +271,10 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.background, functools.partial(func, *args))
 
+    async def run_warm_up(self) -> None:
+        """Run `warm_up` on its low-priority thread."""
+        await asyncio.get_running_loop().run_in_executor(self.warming, self.warm_up)
+
     async def run_indexing(self, func: Callable[..., T], *args: Any) -> T:
         """Run indexing work on its low-priority thread."""
         loop = asyncio.get_running_loop()
@@ -277,10 +287,11 @@ class Services:
         if self._reembedding is not None:
             self.reembedder.stop()
             self._reembedding.join(timeout=30)
-        # The pipeline has stopped (the app's cleanup), so the only work left on its thread is a
-        # warm-up still loading the model, which writes nothing the next start needs: not waited
-        # for. The process ends with os._exit (worker/__main__.py), which does not join it either.
-        self.background.shutdown(wait=not loading_model, cancel_futures=True)
+        # A warm-up still loading the model or importing Chroma writes nothing the next start
+        # needs: not waited for. The process ends with os._exit (worker/__main__.py), which does
+        # not join its thread either.
+        self.warming.shutdown(wait=not loading_model, cancel_futures=True)
+        self.background.shutdown(wait=True, cancel_futures=True)
         self.indexing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         vectors = self.__dict__.get("vectors")
