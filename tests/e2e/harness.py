@@ -16,7 +16,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -311,6 +313,30 @@ class ClaudeHome:
         candidates = sorted((self.home / ".claude" / "plugins" / "data").glob("*"))
         assert len(candidates) == 1, candidates
         return candidates[0]
+
+
+@contextmanager
+def machine_with_git_project(tmp_path: Path, responder: Any, files: dict[str, str], message: str):
+    """A Claude Code home with the plugin installed, its API the fake one answered by `responder`
+    (kept as `machine.api`), and a project that is a git repository holding `files` in one commit
+    (`machine.repo`); the worker the hooks started is stopped before the fake API goes."""
+    from tests.e2e.test_claude_code import stop_worker
+    from tests.fakes.anthropic_server import FakeAnthropicServer
+    from tests.gitrepo import GitRepo
+
+    ensure_claude_installed()
+    with FakeAnthropicServer(responder=responder) as api:
+        machine = ClaudeHome(tmp_path, api.base_url, developer_python=sys.executable)
+        machine.install_plugin(copy_plugin(tmp_path / "plugin"))
+        machine.api = api
+        machine.repo = GitRepo(machine.project)
+        for path, text in files.items():
+            machine.repo.write(path, text)
+        machine.repo.commit(message)
+        try:
+            yield machine
+        finally:
+            stop_worker(machine)
 
 
 def mac_like_path(bin_dir: Path) -> str:

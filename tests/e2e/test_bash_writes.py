@@ -10,14 +10,12 @@ only: the Bash payload every supported version sends is the same (tests/fixtures
 
 from __future__ import annotations
 
-import sys
 
 import pytest
 
 from memory_anchor.client import WorkerClient
-from tests.e2e.harness import ClaudeHome, copy_plugin, ensure_claude_installed, wait_for
-from tests.fakes.anthropic_server import FakeAnthropicServer, last_user_prompt, text_reply, tool_use_reply, trailing_tool_results
-from tests.gitrepo import GitRepo
+from tests.e2e.harness import machine_with_git_project, wait_for
+from tests.fakes.anthropic_server import last_user_prompt, text_reply, tool_use_reply, trailing_tool_results
 
 pytestmark = pytest.mark.e2e
 
@@ -46,20 +44,9 @@ class ShellModel:
 
 @pytest.fixture
 def home(tmp_path):
-    ensure_claude_installed()
-    with FakeAnthropicServer(responder=ShellModel()) as api:
-        machine = ClaudeHome(tmp_path, api.base_url, developer_python=sys.executable)
-        machine.install_plugin(copy_plugin(tmp_path / "plugin"))
-        machine.repo = GitRepo(machine.project)
-        machine.repo.write("app/cart.py", CART)
-        machine.repo.write("app/legacy.py", "OLD = True\n")
-        machine.repo.commit("the cart")
-        try:
-            yield machine
-        finally:
-            from tests.e2e.test_claude_code import stop_worker
-
-            stop_worker(machine)
+    files = {"app/cart.py": CART, "app/legacy.py": "OLD = True\n"}
+    with machine_with_git_project(tmp_path, ShellModel(), files, "the cart") as machine:
+        yield machine
 
 
 def test_files_written_through_bash_are_the_sessions_changed_files(home):

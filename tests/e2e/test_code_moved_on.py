@@ -11,14 +11,12 @@ payloads every supported version sends alike (tests/fixtures/transcripts).
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from memory_anchor.client import WorkerClient
-from tests.e2e.harness import ClaudeHome, copy_plugin, ensure_claude_installed, wait_for
-from tests.fakes.anthropic_server import FakeAnthropicServer, last_user_prompt, text_reply, tool_use_reply, trailing_tool_results
-from tests.gitrepo import GitRepo
+from tests.e2e.harness import machine_with_git_project, wait_for
+from tests.fakes.anthropic_server import last_user_prompt, text_reply, tool_use_reply, trailing_tool_results
 
 pytestmark = pytest.mark.e2e
 
@@ -50,21 +48,9 @@ class FixingModel:
 
 @pytest.fixture
 def home(tmp_path):
-    ensure_claude_installed()
-    project = tmp_path / "project"
-    with FakeAnthropicServer(responder=FixingModel(str(project / "app" / "cart.py"))) as api:
-        machine = ClaudeHome(tmp_path, api.base_url, developer_python=sys.executable)
-        machine.install_plugin(copy_plugin(tmp_path / "plugin"))
-        machine.api = api
-        machine.repo = GitRepo(machine.project)
-        machine.repo.write("app/cart.py", CART)
-        machine.repo.commit("the cart")
-        try:
-            yield machine
-        finally:
-            from tests.e2e.test_claude_code import stop_worker
-
-            stop_worker(machine)
+    model = FixingModel(str(tmp_path / "project" / "app" / "cart.py"))
+    with machine_with_git_project(tmp_path, model, {"app/cart.py": CART}, "the cart") as machine:
+        yield machine
 
 
 def test_a_fix_a_later_commit_replaced_is_briefed_as_superseded(home):
