@@ -33,6 +33,18 @@ def worker_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
+def _environment_restored():
+    """Each test starts from the environment the session started with: the benches a test runs
+    in-process set MEMORY_ANCHOR_* for themselves (the local route, their data dir), and under
+    xdist whichever test ran next in the same process inherited them."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
 def _no_developers_claude_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process, the Claude Code CLI is found only where a test's `claude_cli_path` points:
     a test never spends the developer's own Claude Code login."""

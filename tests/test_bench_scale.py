@@ -19,12 +19,13 @@ def _run(tmp_path, n: int, queries: int, idle_wait: float = 0) -> str:
 
 
 def test_scale_bench_prints_all_figures(tmp_path, monkeypatch):
-    monkeypatch.setattr(scale, "BATCH", 50)
-    text = _run(tmp_path, 600, 5)
+    # The smallest run that still writes every project twice and opens the branches half-way (10 batches).
+    monkeypatch.setattr(scale, "BATCH", 25)
+    text = _run(tmp_path, 250, 5)
     for label in ("ingest", "search no filters, main", "search project+user, main",
                   "search project+user, branch", "search no filters, branch", "worker RSS", "disk"):  # fmt: skip
         assert label in text, text
-    assert "600 stored" in text
+    assert "250 stored" in text
 
 
 def test_synthetic_text_is_varied():

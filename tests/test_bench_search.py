@@ -22,7 +22,7 @@ ROWS = ("keyword, no filter", "keyword, project + user", "hybrid, no filter", "h
 def test_search_bench_prints_each_search_on_both_backends(tmp_path):
     if find_bin_dir() is None:
         unavailable("none found")
-    args = build_parser().parse_args(["bench", "search", "--n", "300", "--queries", "5", "--work-dir", str(tmp_path)])
+    args = build_parser().parse_args(["bench", "search", "--n", "100", "--queries", "5", "--work-dir", str(tmp_path)])
     out = io.StringIO()
     with redirect_stdout(out):
         assert args.handler(args) == 0

@@ -30,7 +30,7 @@ def test_team_bench_prints_every_figure_and_loses_nothing(tmp_path):
     if find_bin_dir() is None:
         unavailable("none found")
     args = build_parser().parse_args(
-        ["bench", "team", "--n", "300", "--probes", "3", "--events", "5", "--queries", "10", "--work-dir", str(tmp_path)]
+        ["bench", "team", "--n", "120", "--probes", "3", "--events", "5", "--queries", "10", "--work-dir", str(tmp_path)]
     )
     out = io.StringIO()
     with redirect_stdout(out):

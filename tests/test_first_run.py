@@ -4,8 +4,9 @@ what the user is told while memory is not working, the spool's cap, and `doctor`
 Machines are simulated with a PATH of symlinks to this image's pyenv Pythons: a
 Mac's `python3` is the Command Line Tools' 3.9, often with a newer one beside it.
 The real environment build runs in the unreachable-index test, which recovers with it:
-a real venv and pip against the index; the dependencies come from this suite's own
-environment (the full install from the index is tests/e2e's first run).
+a real pip against the index, into the venv a first attempt left (copied, tests/venvs.py);
+the dependencies come from this suite's own environment (the full install from the index,
+venv and all, is tests/e2e's first run).
 """
 
 from __future__ import annotations
@@ -376,17 +377,13 @@ def seed_dependencies(env_dir: Path) -> None:
     import shutil
     import sysconfig
 
+    from tests.venvs import link_or_copy
+
     if sys.prefix == sys.base_prefix:
         return
     ours = Path(sysconfig.get_paths()["purelib"])
     target = env_dir / ours.relative_to(sys.prefix)
     assert target.is_dir(), f"the failed attempts left no environment at {env_dir}"
-
-    def link(source: str, destination: str) -> None:
-        try:
-            os.link(source, destination)
-        except OSError:  # another file system
-            shutil.copy2(source, destination)
 
     def project(name: str) -> str:
         return name.split("-")[0].lower()
@@ -395,22 +392,26 @@ def seed_dependencies(env_dir: Path) -> None:
     # here (pointing at this checkout), is what the recovery's pip installs.
     own = {project(p.name) for p in target.iterdir()}
     skip = {p.name for p in ours.iterdir() if project(p.name) in own or p.name.startswith(("__editable__", "memory_anchor"))}
-    shutil.copytree(ours, target, dirs_exist_ok=True, copy_function=link,
+    shutil.copytree(ours, target, dirs_exist_ok=True, copy_function=link_or_copy,
                     ignore=lambda directory, names: skip if Path(directory) == ours else ())  # fmt: skip
 
 
 # A real venv and pip against the index, from a read-only plugin root.
 @pytest.mark.timeout(2400)
-def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path):
+def test_unreachable_index_then_recovery_from_a_read_only_plugin(tmp_path, venv_template):
     """pip cannot reach its index: the user is told why, events are kept; once the index is
     back the next session builds the environment and every kept event is ingested. The plugin
     root is read-only all along (as a shared or packaged install can be)."""
     import sqlite3
 
     from tests.e2e.harness import copy_plugin
+    from tests.venvs import copy_venv
 
     plugin = copy_plugin(tmp_path / "plugin")
     data = tmp_path / "data"
+    # The venv a first attempt made before pip failed (tests/venvs.py; tests/test_hook_bootstrap.py and
+    # tests/e2e's first run make it from nothing): what fails here, and is retried, is pip.
+    copy_venv(venv_template, data / "env" / launcher.plugin_version(str(plugin)))
     bin_dir = shims(tmp_path / "bin", python3=NEWER)
     restore = make_read_only(plugin)
     try:

@@ -127,7 +127,7 @@ def run_bootstrap(plugin: Path, data: Path) -> subprocess.CompletedProcess:
 
 
 # A real venv + pip install (about a minute on a quiet 2-core machine): the first run a user gets.
-def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch, venv_template):
+def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch):
     """Real venv + pip install of a small plugin; an update builds the new version and restarts."""
     plugin, data = tmp_path / "plugin", tmp_path / "data"
     make_tiny_plugin(plugin, "1.0.0")
@@ -147,10 +147,11 @@ def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch
     (plugin / "worker" / "__init__.py").write_text("VERSION = '1.1.0'\n")
     monkeypatch.delenv("MEMORY_ANCHOR_PYTHON", raising=False)
     assert launcher.worker_python(str(plugin), str(data)) is None  # 1.1.0 is not built yet
-    # Its venv is there, as an update cut off before pip left it (the build above made one from
-    # nothing); the update installs into it, marks it ready and restarts the worker.
-    copy_venv(venv_template, data / paths.ENVIRONMENT / "1.1.0")
-    assert launcher.worker_python(str(plugin), str(data)) is None  # not ready: nothing installed in it
+    # Its venv is there, as an update cut off after `python -m venv` leaves it (a copy of 1.0.0's: the
+    # build above made one from nothing); the update installs into it, marks it ready, restarts the worker.
+    copy_venv(data / paths.ENVIRONMENT / "1.0.0", data / paths.ENVIRONMENT / "1.1.0")
+    (data / paths.ENVIRONMENT / "1.1.0" / launcher.READY_MARKER).unlink()
+    assert launcher.worker_python(str(plugin), str(data)) is None  # not ready: 1.1.0 is not installed in it
     result = run_bootstrap(plugin, data)
     assert result.returncode == 0, result.stdout + result.stderr
     deadline = time.monotonic() + 30

@@ -282,3 +282,113 @@ def test_what_was_forgotten_stays_forgotten_when_the_history_is_imported_again(w
     assert RULE in [p["memory"] for p in records(worker, "prompt", "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b")]
     assert len(worker.get(f"/api/v1/summaries?project={project}")["results"]) == 2
     assert shown() == []  # ...and what was forgotten did not come back
+
+
+HEDGED_RULE = "Make sure to keep the notes in notes.txt, one per line."
+RESUMED = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"  # as_another_session's id
+
+
+def with_a_hedged_rule(tmp_path: Path) -> Path:
+    """The 2.1.197 session with one prompt reworded into an instruction said with a doubt: it waits for approval."""
+    folder = history(tmp_path, "2.1.197")
+    [transcript] = folder.glob("*.jsonl")
+    transcript.write_text(transcript.read_text().replace('"text":"read the notes"', f'"text":{json.dumps(HEDGED_RULE)}'))
+    return folder
+
+
+def pending_rules(worker) -> tuple[list[dict], list[dict]]:
+    """The facts waiting for approval that keep the notes in notes.txt, and the approvals that ask about them."""
+    facts = [f for f in worker.get("/api/v1/facts?status=pending")["results"] if "notes.txt" in f["text"]]
+    asked = [a for a in worker.get("/api/v1/approvals")["results"] if "notes.txt" in a["payload"].get("text", "")]
+    return facts, asked
+
+
+def imported_again(worker, folder: Path) -> None:
+    done = cli(worker, "--json", "import-history", str(folder), "--wait")
+    assert done.returncode == 0 and json.loads(done.stdout)["accepted"] > 0, done.stderr
+    worker.wait_idle()
+
+
+@pytest.mark.both_backends
+def test_a_resumed_sessions_copy_of_a_pending_rule_reaffirms_it_and_one_approval_settles_it(keyed_worker, tmp_path):
+    """Claude Code copies the earlier conversation into a resumed session's transcript: the user's sentence
+    is imported twice, under two session ids. It is one pending rule said in both sessions, one approval."""
+    worker = keyed_worker
+    folder = with_a_hedged_rule(tmp_path)
+    imported_again(worker, folder)
+    [first], [asked] = pending_rules(worker)
+    imported_again(worker, as_another_session(folder, tmp_path))
+    assert HEDGED_RULE in [p["memory"] for p in records(worker, "prompt", RESUMED)]  # the copy was imported...
+    [fact], [still] = pending_rules(worker)  # ...and reaffirmed the pending rule instead of adding one
+    assert fact["id"] == first["id"] and still["id"] == asked["id"]
+    original = next(folder.glob("*.jsonl")).stem
+    assert fact["data"]["sessions"] == [original, RESUMED]
+    assert [v["reason"] for v in worker.get(f"/api/v1/facts/{fact['id']}/history")["results"]][-1].startswith("REAFFIRM")
+
+    worker.post(f"/api/v1/approvals/{asked['id']}/approve", {"actor": "alice"})
+    assert pending_rules(worker) == ([], [])
+    project = worker.get("/api/v1/sessions?limit=1")["results"][0]["project"]
+    briefing = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+    assert briefing.count("keep the notes in notes.txt") == 1
+
+
+@pytest.mark.both_backends
+def test_a_rejected_rule_said_again_stays_rejected_unless_said_in_a_later_session(keyed_worker, tmp_path):
+    """A person rejected it: the same words copied into a resumed session (said at the same time) ask nothing
+    again; the user saying it again in a later session asks once more."""
+    worker = keyed_worker
+    folder = with_a_hedged_rule(tmp_path)
+    imported_again(worker, folder)
+    [fact], [asked] = pending_rules(worker)
+    worker.post(f"/api/v1/approvals/{asked['id']}/reject", {"actor": "alice"})
+
+    resumed = as_another_session(folder, tmp_path)
+    imported_again(worker, resumed)
+    assert pending_rules(worker) == ([], [])
+    rejected = worker.get(f"/api/v1/facts/{fact['id']}")
+    assert rejected["status"] == "rejected" and rejected["data"]["sessions"][-1] == RESUMED
+
+    (tmp_path / "later").mkdir()
+    [copied] = as_another_session(resumed, tmp_path / "later").glob("*.jsonl")  # new line ids
+    later = copied.with_name(f"{LATER}.jsonl")  # another session, a day later
+    later.write_text(copied.read_text().replace(f"{DAY}T09:1", "2024-03-06T09:1").replace(RESUMED, LATER))
+    copied.unlink()
+    imported_again(worker, later.parent)
+    [again], [asked_again] = pending_rules(worker)
+    assert again["id"] != fact["id"] and again["session_id"] == LATER and asked_again["id"] != asked["id"]
+
+
+LATER = "0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f"
+
+
+def said_in_a_session(tmp_path: Path, name: str, session_id: str, day: str, prompt: str) -> Path:
+    """The 2.1.197 session the real CLI wrote, as another session on `day` whose user said `prompt`."""
+    (tmp_path / name).mkdir()
+    folder = history(tmp_path / name, "2.1.197")
+    [transcript] = folder.glob("*.jsonl")
+    text = transcript.read_text().replace('"text":"read the notes"', f'"text":{json.dumps(prompt)}')
+    for uuid in set(re.findall(r'"(?:uuid|parentUuid)":"([0-9a-f-]{36})"', text)):  # lines of its own
+        text = text.replace(uuid, str(uuid5(NAMESPACE_URL, session_id + uuid)))
+    transcript.unlink()
+    (folder / f"{session_id}.jsonl").write_text(text.replace(transcript.stem, session_id).replace(f"{DAY}T", f"{day}T"))
+    return folder
+
+
+@pytest.mark.both_backends
+def test_an_older_statement_imported_after_a_newer_one_is_kept_as_superseded_and_never_briefed(keyed_worker, tmp_path):
+    """Months of live use, then the old history is imported: what the user said before the rule they gave
+    later does not come back beside it or replace it."""
+    worker = keyed_worker
+    newer = said_in_a_session(tmp_path, "new", RESUMED, "2024-06-10", "From now on we format with ruff format instead of black.")
+    older = said_in_a_session(tmp_path, "old", LATER, "2024-03-05", "We use black for formatting.")
+    imported_again(worker, newer)
+    imported_again(worker, older)
+    project = worker.get("/api/v1/sessions?limit=1")["results"][0]["project"]
+    briefing = worker.get(f"/api/v1/context?project={project}&source=startup")["context"]
+    assert "ruff format instead of black" in briefing and "We use black" not in briefing
+    live = worker.get(f"/api/v1/facts?project={project}&status=active,pending,disputed")["results"]
+    [rule] = [f for f in live if "black" in f["text"]]
+    assert rule["text"].startswith("From now on we format with ruff format") and worker.get("/api/v1/conflicts")["results"] == []
+    [kept] = worker.get(f"/api/v1/facts?project={project}&status=superseded")["results"]
+    assert kept["text"] == "We use black for formatting" and kept["data"]["superseded_by"] == rule["id"]
+    assert kept["session_id"] == LATER and _epoch(kept["data"]["verified_at"]) < _epoch(rule["data"]["verified_at"])

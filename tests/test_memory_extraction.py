@@ -9,7 +9,7 @@ import time
 import pytest
 
 from memory_anchor.schemas.memories import AddMemoryRequest
-from memory_anchor.schemas.memory_model import ConflictResolve, FactIn
+from memory_anchor.schemas.memory_model import ConflictResolve, Decision, FactIn
 from memory_anchor.settings import Settings
 from worker.llm.client import ClaudeClient
 from worker.memory import Material, MemoryModel
@@ -315,3 +315,41 @@ def test_claude_proposing_a_forgotten_or_edited_away_fact_again_writes_nothing(c
     assert [(r["event"], r.get("status")) for r in outcome.results] == [("NONE", "forgotten"), ("NONE", "forgotten")]
     assert [f["text"] for f in claude_model.facts.list(project=PROJECT)] == ["The staging database is PostgreSQL 16"]
     assert claude_model.facts.get(forgotten["id"])["status"] == "forgotten"
+
+
+@pytest.mark.parametrize("older", [
+    "We use black for formatting.",  # what the newer rule says it replaced ("instead of black")
+    "From now on we format with yapf instead of autopep8.",  # a change of mind of its own, on the same subject
+])  # fmt: skip
+def test_an_older_statement_imported_after_a_newer_contradicting_one_is_superseded_history(local_model, older):
+    """Old history imported after months of live use: what the user said before the rule they gave later
+    does not replace it and is not briefed; it is kept in history as superseded by the newer rule."""
+    said = 1_600_000_000.0  # September 2020
+    newer = local_model.extract(Material(source="prompt", text="From now on we format with ruff format instead of black.",
+                                         project=PROJECT, observed_at=said + 86_400))  # fmt: skip
+    [rule_id] = [r["id"] for r in newer.results]
+    outcome = local_model.extract(Material(source="prompt", text=older, project=PROJECT, observed_at=said))
+    [result] = outcome.results
+    assert (result["event"], result["status"], result["superseded_by"]) == ("NONE", "superseded", rule_id)
+    [rule] = local_model.facts.list(project=PROJECT, statuses=("active", "pending", "disputed"))
+    assert rule["id"] == rule_id and rule["text"] == "From now on we format with ruff format instead of black"
+    assert local_model.conflicts.list("open") == [] and local_model.approvals.count_pending() == 0
+    [kept] = local_model.facts.list(project=PROJECT, statuses=("superseded",))
+    assert kept["text"] == older.rstrip(".") and kept["data"]["superseded_by"] == rule_id
+    assert kept["data"]["verified_at"] == said  # when it was said, which is what put it behind the rule
+
+
+def test_claude_proposing_a_pending_fact_again_in_another_session_reaffirms_it(claude_model, fake_anthropic):
+    """The decision step sees only active facts; the pending one the model proposes again (the same
+    conversation read in a resumed session) is still one fact and one approval, said in both sessions."""
+    for session in ("sess-1", "sess-2"):
+        fake_anthropic.enqueue(facts_reply(("The project might need a result cache", 0.8, "result cache")))
+        outcome = claude_model.extract(Material(source="summary", text="The session looked at search.", project=PROJECT,
+                                                session_id=session))  # fmt: skip
+        assert [(r["event"], r["status"]) for r in outcome.results] == [("ADD" if session == "sess-1" else "NONE", "pending")]
+    [fact] = claude_model.facts.list(project=PROJECT, statuses=("pending",))
+    assert fact["data"]["sessions"] == ["sess-1", "sess-2"]
+    [approval] = claude_model.approvals.list()
+    claude_model.approvals.approve(approval["id"], Decision(actor="alice"))
+    assert [f["id"] for f in claude_model.facts.list(project=PROJECT)] == [fact["id"]]
+    assert claude_model.facts.list(project=PROJECT, statuses=("pending",)) == []

@@ -174,3 +174,53 @@ def test_a_worker_this_process_started_is_stopped_and_collected(tmp_path, monkey
     assert not os.path.exists(f"/proc/{info.pid}"), "the exited worker was left a zombie"
     entries = [json.loads(line) for line in (data_dir / "logs" / "worker.log").read_text().splitlines()]
     assert any(e["message"] == "worker stopped" for e in entries), "it stopped on SIGTERM, cleanly"
+
+
+class ModelStillLoading:
+    """An embedder whose model load has not finished until the test says so."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.loading, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts):
+        self.loading.set()
+        self.release.wait(30)
+        return [[0.0] * 4 for _ in texts]
+
+
+def test_stopping_does_not_wait_for_the_warm_up_to_load_the_model_and_no_store_is_touched_after(tmp_path):
+    """Every short-lived worker (a `worker stop` soon after a start, the suite's tests) used to wait
+    for the embedding model to load at exit; the warm-up's steps on the stores still never overlap
+    or follow the close."""
+    from memory_anchor.settings import load_settings
+    from worker.services import Services
+
+    services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")
+    embedder = services.__dict__["embedder"] = ModelStillLoading()
+    loaded_vectors = []
+    services.vectors.load = lambda: loaded_vectors.append(1)
+    warm_up = services.background.submit(services.warm_up)
+    assert embedder.loading.wait(30)
+
+    services.close()  # returns while the model is still loading
+
+    assert not warm_up.done()
+    embedder.release.set()
+    warm_up.result(timeout=30)
+    assert loaded_vectors == []  # closed first: the vector index is not loaded after the close
+
+
+def test_a_worker_stopped_during_its_warm_up_starts_again_with_everything(tmp_path):
+    worker = start_worker(tmp_path / "data")
+    worker.post("/api/v1/memories", {"messages": [{"role": "user", "content": "The release checklist lives in docs/release.md"}],
+                                     "user_id": "dev", "infer": False})  # fmt: skip
+    assert worker.stop() == 0
+    again = start_worker(tmp_path / "data")
+    try:
+        again.wait_idle()
+        hits = again.post("/api/v1/memories/search", {"query": "where is the release checklist", "filters": {"user_id": "dev"}})
+        assert [h["memory"] for h in hits["results"]] == ["The release checklist lives in docs/release.md"]
+    finally:
+        again.stop()

@@ -25,11 +25,21 @@ def make_venv(directory: Path) -> Path:
 
 
 def copy_venv(template: Path, target: Path) -> Path:
-    """`template` copied to `target` (a real copy: pip may change the copy, never the template).
+    """`template` copied to `target`, its files hard-linked (a copy where links cannot be made).
 
+    pip never writes a file in place (it writes a new one and renames it over, or unlinks), nor
+    does Python's .pyc cache, so what a test installs into the copy never reaches the template.
     A venv names no path of its own in what the bootstrap runs (`<env>/bin/python -m pip`):
     its interpreter is a symlink to BASE_PYTHON and pyvenv.cfg points at BASE_PYTHON's home.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(template, target, symlinks=True)
+    shutil.copytree(template, target, symlinks=True, copy_function=link_or_copy)
     return target
+
+
+def link_or_copy(source: str, destination: str) -> None:
+    """A hard link, costing no copy; a copy across file systems."""
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)

@@ -55,6 +55,10 @@ class Services:
         self.indexing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-index", initializer=_lower_priority)
         # Hook events posted together are committed together (still each before its 202).
         self.event_commits: GroupCommit[Arrival, tuple[int, bool]] = GroupCommit(self.inbox.accept_many, self.run)
+        # Shutdown does not wait for the warm-up's model load (see warm_up and close).
+        self._closing = threading.Event()
+        self._warm_store_step = threading.Lock()
+        self._warming = False
 
     # --- built on first use --------------------------------------------------
 
@@ -138,16 +142,32 @@ class Services:
 
     def warm_up(self) -> None:
         """Load the embedding model and the vector index now rather than at the first search;
-        vectors of another model are re-embedded on a thread of their own (worker/index/reembed.py)."""
-        if not self.shared_store:
-            self.scrub_vector_files()
-        self.embedder.embed(["warm up"])
-        if self.shared_store:
-            return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
-        self.vectors.load()
-        if self.reembedder.needed():
-            self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
-            self._reembedding.start()
+        vectors of another model are re-embedded on a thread of their own (worker/index/reembed.py).
+
+        A worker asked to stop meanwhile does not wait for the model to load (1-3 s of CPU, and
+        every short-lived worker paid it at exit): loading only reads the model and writes its
+        cache atomically, hash-checked at the next load. The steps that touch the stores run under
+        `_warm_store_step`, which `close` waits for, and are skipped once closing.
+        """
+        self._warming = True
+        try:
+            if not self.shared_store:
+                with self._warm_store_step:
+                    if self._closing.is_set():
+                        return
+                    self.scrub_vector_files()
+            self.embedder.embed(["warm up"])
+            if self.shared_store:
+                return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
+            with self._warm_store_step:
+                if self._closing.is_set():
+                    return
+                self.vectors.load()
+                if self.reembedder.needed():
+                    self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
+                    self._reembedding.start()
+        finally:
+            self._warming = False
 
     def scrub_vector_files(self) -> None:
         """Once per data dir: clear the freed memory older versions left in Chroma's index files
@@ -251,10 +271,16 @@ class Services:
         return await loop.run_in_executor(self.indexing, functools.partial(func, *args))
 
     def close(self) -> None:
+        self._closing.set()
+        with self._warm_store_step:  # a warm-up step on the stores ends first; none starts after
+            loading_model = self._warming
         if self._reembedding is not None:
             self.reembedder.stop()
             self._reembedding.join(timeout=30)
-        self.background.shutdown(wait=True, cancel_futures=True)
+        # The pipeline has stopped (the app's cleanup), so the only work left on its thread is a
+        # warm-up still loading the model, which writes nothing the next start needs: not waited
+        # for. The process ends with os._exit (worker/__main__.py), which does not join it either.
+        self.background.shutdown(wait=not loading_model, cancel_futures=True)
         self.indexing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         vectors = self.__dict__.get("vectors")

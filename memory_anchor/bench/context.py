@@ -261,8 +261,11 @@ def measure(path: str, work: Path, scenarios: list[dict[str, Any]] | None = None
     from worker.context.model import estimate_tokens
 
     scenarios = scenarios or SCENARIOS
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    # Nothing of the caller's Claude or Memory Anchor settings: the path measured is the one asked
+    # for (an inherited MEMORY_ANCHOR_LLM_ROUTE=local made the Claude path's worker distil locally).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMORY_ANCHOR_"))}
     env["MEMORY_ANCHOR_DATA_DIR"] = str(work / "data")
+    env["MEMORY_ANCHOR_LLM_ROUTE"] = "api" if path == "claude" else "local"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     fake = None
     if path == "claude":

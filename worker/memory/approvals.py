@@ -77,6 +77,12 @@ class ApprovalQueue:
         rows = self.db.reader().execute(sql + " ORDER BY id LIMIT ?", [*params, limit]).fetchall()
         return [_row(r) for r in rows]
 
+    @staticmethod
+    def for_record(conn, record_id: str) -> list[dict[str, Any]]:
+        """The approvals about one record, oldest first."""
+        rows = conn.execute("SELECT * FROM approvals WHERE record_id = ? ORDER BY id", (record_id,)).fetchall()
+        return [_row(r) for r in rows]
+
     def count_pending(self, project: str | None = None) -> int:
         if project is None:
             row = self.db.reader().execute("SELECT count(*) FROM approvals WHERE status = 'pending'").fetchone()

@@ -5,6 +5,9 @@ The rules (seed 003 §2.3, applied by `settle`):
 2. a fact written or approved by a human is not replaced by an agent;
 3. a newer, confident fact (>= 0.9, observed no earlier than the old one was
    verified) supersedes the old one: a new version of the same id;
+   A statement made before the existing fact was last said or verified (old
+   history imported after months of live use) never replaces it: extraction
+   keeps it in history as `superseded` by that fact, never briefed;
 4. anything else becomes an open conflict: the new statement is stored as a
    separate fact with status `disputed`, the old one stays active, and a human
    resolves it with keep_existing, keep_new or keep_both.
@@ -29,10 +32,16 @@ def settle(existing: dict[str, Any], *, confidence: float, observed_at: float, a
         return "the existing fact was written or approved by a human; an agent cannot replace it"
     if confidence < FACT_ACCEPT:
         return f"the new statement's confidence {confidence:.2f} is below {FACT_ACCEPT}"
-    verified = float(data.get("verified_at") or existing.get("created_at") or 0)
-    if observed_at < verified:
+    if said_before(existing, observed_at):
         return "the new statement is older than the last verification of the existing fact"
     return None
+
+
+def said_before(existing: dict[str, Any], observed_at: float) -> bool:
+    """The statement was made before the existing fact was last said or verified (`data.verified_at`):
+    old history imported after the fact, which it cannot replace (the extraction keeps it as superseded)."""
+    data = existing.get("data") or {}
+    return observed_at < float(data.get("verified_at") or existing.get("created_at") or 0)
 
 
 class ConflictService:

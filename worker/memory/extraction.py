@@ -25,7 +25,11 @@ pydantic, an existing fact is named to the model by a small number (never its
 id), a decision naming an unknown number falls back to the local rule, and a
 malformed reply writes nothing it cannot justify. UPDATE and DELETE then go
 through the conflict rules (`conflicts.settle`): what they cannot settle becomes
-an open conflict with both versions kept. Every write is versioned with actor
+an open conflict with both versions kept. Statements keep the time they were
+said: one said before the fact it would replace or contradict (old history
+imported after months of live use), or before a later rule that says it
+replaced what this one says ("we use black" before "… ruff instead of black"),
+is kept in history as `superseded` by that fact and never briefed. Every write is versioned with actor
 and reason, so history(id) tells the whole story.
 """
 
@@ -49,16 +53,16 @@ from memory_anchor.schemas.memory_model import (
 )
 from memory_anchor.schemas.observations import TYPE_TO_LAYER
 from worker.memory.common import DEFAULT_AGENT, agent_actor, now, text_similarity
-from worker.memory.conflicts import ConflictService, settle
+from worker.memory.conflicts import ConflictService, said_before, settle
+from worker.memory.cues import replaced_terms
 from worker.memory.instructions import standing_statements
-from worker.memory.facts import FactStore
+from worker.memory.facts import NEAR_DUPLICATE, FactStore
 from worker.memory.provenance import Prompt, check
 from worker.store.db import Database
 from worker.store.records import MAIN, Records, resolve_view
 
 log = logging.getLogger(__name__)
 
-NEAR_DUPLICATE = 0.85
 ROOT_CAUSE_CONFIDENCE = 0.9
 SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
 STANDING = ("rule", "decision", "preference", "convention")
@@ -390,6 +394,9 @@ class FactExtractor:
         target = None
         if decision.target is not None and decision.event in ("UPDATE", "DELETE"):
             target = candidate.numbered.get(decision.target)
+        if decision.event == "ADD" and (newer := _replaced_later(candidate, observed_at)) is not None:
+            # what a later rule says it replaced ("… instead of black"), said before it: that rule's older version
+            decision, target = FactDecision(candidate=0, event="UPDATE", reason=f"replaced later by {newer['id']}"), newer
         if decision.event == "NONE" and candidate.similar:
             target = max(candidate.similar, key=lambda f: f["similarity"])
         reason = f"{decision.event} ({candidate.decided_by}): {decision.reason or ''}".strip()
@@ -417,16 +424,16 @@ class FactExtractor:
             return {"id": None, "memory": text, "event": "NONE", "status": "forgotten", "forgotten_id": gone["id"]}
         if event == "NONE":
             return {"id": target["id"] if target else None, "memory": text, "event": "NONE"}
+        fact = FactIn(text=text, confidence=confidence, subject=subject, category=category, project=project,
+                      agent_id=agent_id, session_id=session_id, source="prompt" if source == "prompt" else "ai",
+                      source_id=source_id, branch=branch, quote=quote)  # fmt: skip
         if event == "ADD" or target is None:
-            stored = self.facts.add(
-                FactIn(text=text, confidence=confidence, subject=subject, category=category, project=project,
-                       agent_id=agent_id, session_id=session_id, source="prompt" if source == "prompt" else "ai",
-                       source_id=source_id, branch=branch, quote=quote),
-                actor=actor, conn=conn, reason=reason if event == "ADD" else f"ADD (no valid target): {reason}",
-                stated_at=observed_at,
-            )  # fmt: skip
+            stored = self.facts.add(fact, actor=actor, conn=conn, stated_at=observed_at,
+                                    reason=reason if event == "ADD" else f"ADD (no valid target): {reason}")  # fmt: skip
             if stored["status"] == "rejected":
                 return {"id": None, "memory": text, "event": "REJECTED", "status": "rejected"}
+            if stored.get("reaffirmed"):  # the pending fact that says it already: one approval settles both
+                return {"id": stored["record"]["id"], "memory": text, "event": "NONE", "status": "pending", "reaffirmed": True}
             return {"id": stored["record"]["id"], "memory": text, "event": "ADD", "status": stored["status"]}
         # UPDATE / DELETE of an existing fact
         current = Records.get(conn, target["id"], resolve_view(conn, branch))
@@ -436,6 +443,10 @@ class FactExtractor:
             self.facts.log_rejection(conn, text, confidence, project=project, agent_id=agent_id, source=source,
                                      reason=f"{event} of {current['id']} with confidence {confidence:.2f}")  # fmt: skip
             return {"id": current["id"], "memory": text, "event": "REJECTED", "status": "rejected"}
+        if said_before(current, observed_at):  # old history imported after the fact: it cannot replace it
+            kept = self.facts.keep_superseded(conn, fact, current, actor=actor, stated_at=observed_at,
+                                              reason=f"SUPERSEDED by {current['id']}, said later ({reason})")  # fmt: skip
+            return {"id": kept["id"], "memory": text, "event": "NONE", "status": "superseded", "superseded_by": current["id"]}
         why_not = settle(current, confidence=confidence, observed_at=observed_at, actor=actor)
         if why_not is not None:
             opened = self.conflicts.open(conn, current, new_text or text, confidence=confidence, reason=f"{event}: {why_not}",
@@ -448,6 +459,19 @@ class FactExtractor:
             return {"id": record["id"], "memory": record["text"], "event": "UPDATE", "previous_memory": current["text"], "status": "active"}
         self.facts.invalidate(conn, current["id"], actor=actor, reason=reason, branch=branch)
         return {"id": current["id"], "memory": current["text"], "event": "DELETE", "status": "invalidated"}
+
+
+def _replaced_later(candidate: Candidate, said_at: float) -> dict[str, Any] | None:
+    """The standing rule or decision, said after `said_at`, that names what `candidate` (a standing
+    statement too) says as what it replaces: "we use black" before "ruff format instead of black"."""
+    if candidate.category not in STANDING:
+        return None
+    for fact in candidate.similar:
+        if (fact.get("type") or fact.get("category")) not in STANDING or not said_before(fact, said_at):
+            continue
+        if any(re.search(rf"(?<!\w){re.escape(term)}(?!\w)", candidate.text, re.I) for term in replaced_terms(fact["text"])):
+            return fact
+    return None
 
 
 def _obs_data(obs: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,16 @@ memory only just heard it, so it is not briefed as unverified on day one.
 Below 0.6 a fact is shown with `needs_verification`. Decay is computed when
 read, so it costs no writes and time travel shows it correctly.
 
+A statement said again while it waits for approval (a person repeating
+themselves, or Claude Code copying an earlier conversation into a resumed
+session's transcript, so its prompts are imported twice) is not a second
+pending fact: it reaffirms the pending one (`data.sessions` lists every
+session that said it; its said time moves to the latest), so one approval or
+rejection settles all of it. A rejected statement said again stays rejected
+(its session added to the rejected fact) unless it is said in a LATER session:
+one that had not said it, after the last time it was said; then it is a new
+pending fact, and a person is asked again.
+
 `fact_key` holds the normalised subject of a fact (see `common.fact_key`): two
 facts with the same key talk about the same thing, which is what the branch
 merge and the extraction's conflict rules compare. Facts are shared by all agents.
@@ -40,6 +50,7 @@ from worker.memory.common import (
     fact_key,
     human_actor,
     is_human,
+    Wording,
     now,
     text_similarity,
     to_epoch,
@@ -50,6 +61,9 @@ from worker.store.db import Database
 from worker.store.records import MAIN, NotFound, RecordError, Records, View, resolve_view
 
 LIVE = ("active", "pending", "disputed")
+# Two wordings this close say the same thing: extraction takes the candidate for a known fact (NONE),
+# and a pending statement said again reaffirms the pending one.
+NEAR_DUPLICATE = 0.85
 # The freshness states that say a fact's file is no longer where it says, and the confidence such a
 # fact falls to: below FACT_REVERIFY, so it is flagged for re-verification at once.
 CODE_GONE = ("deleted", "moved")
@@ -77,6 +91,12 @@ def _verification(stated_at: float | None) -> dict[str, float]:
     if stated_at is None:
         return {"verified_at": now()}
     return {"verified_at": stated_at, "learned_at": now()}
+
+
+def said_in(record: dict[str, Any]) -> list[str]:
+    """The sessions that made a statement: `data.sessions` once it was said again, else its own."""
+    listed = (record.get("data") or {}).get("sessions")
+    return list(listed) if listed else [record["session_id"]] if record.get("session_id") else []
 
 
 def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
@@ -128,16 +148,11 @@ class FactStore:
             return {"status": "rejected", "record": None, "reason": f"confidence below {FACT_PENDING}: logged, not stored"}
         branch = fact.branch or MAIN
         resolve_view(conn, branch)
-        happened = to_epoch(fact.when, "when") if fact.when is not None else None
-        record = Records.put(
-            conn, "fact", text, branch=branch, actor=actor, reason=reason, layer=VERIFIED_FACT, status=status,
-            project=fact.project, agent_id=agent_id, session_id=fact.session_id, type=fact.category or "fact",
-            confidence=fact.confidence, fact_key=fact_key(fact.subject, text), source_id=fact.source_id,
-            happened_at=happened,
-            data={**_verification(stated_at), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
-                  **({"quote": fact.quote} if fact.quote else {}),
-                  **self._code_data(conn, project=fact.project, session_id=fact.session_id, text=text)},
-        )  # fmt: skip
+        if status == "pending" and (earlier := self._said_before(conn, text, project=fact.project, branch=branch)):
+            repeat = self._said_again(conn, earlier, fact, actor=actor, branch=branch, stated_at=stated_at)
+            if repeat is not None:
+                return repeat
+        record = self._put(conn, fact, text, status=status, actor=actor, reason=reason, stated_at=stated_at)
         out: dict[str, Any] = {"status": status, "record": decorate(record)}
         if status == "pending":
             out["approval"] = self.approvals.create(
@@ -146,6 +161,73 @@ class FactStore:
                 reason=f"confidence {fact.confidence:.2f} is between {FACT_PENDING} and {FACT_ACCEPT}",
             )  # fmt: skip
         return out
+
+    def _put(self, conn, fact: FactIn, text: str, *, status: str, actor: str, reason: str, stated_at: float | None,
+             **data: Any) -> dict[str, Any]:  # fmt: skip
+        happened = to_epoch(fact.when, "when") if fact.when is not None else None
+        return Records.put(
+            conn, "fact", text, branch=fact.branch or MAIN, actor=actor, reason=reason, layer=VERIFIED_FACT,
+            status=status, project=fact.project, agent_id=fact.agent_id or DEFAULT_AGENT, session_id=fact.session_id,
+            type=fact.category or "fact", confidence=fact.confidence, fact_key=fact_key(fact.subject, text),
+            source_id=fact.source_id, happened_at=happened,
+            data={**_verification(stated_at), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
+                  **({"quote": fact.quote} if fact.quote else {}),
+                  **self._code_data(conn, project=fact.project, session_id=fact.session_id, text=text), **data},
+        )  # fmt: skip
+
+    def keep_superseded(self, conn, fact: FactIn, by: dict[str, Any], *, actor: str, reason: str,
+                        stated_at: float) -> dict[str, Any]:  # fmt: skip
+        """A statement made before fact `by`, which replaces what it says (old history imported after
+        the fact): kept in history as `superseded` by it, never briefed. Said again, it is kept once."""
+        text = self._redact(fact.text.strip())
+        branch = fact.branch or MAIN
+        kept = self._said_before(conn, text, project=fact.project, branch=branch, statuses=("superseded",))
+        if kept is not None and (kept.get("data") or {}).get("superseded_by") == by["id"]:
+            return kept
+        return self._put(conn, fact, text, status="superseded", actor=actor, reason=reason, stated_at=stated_at,
+                         superseded_by=by["id"])  # fmt: skip
+
+    def _said_before(self, conn, text: str, *, project: str | None, branch: str,
+                     statuses: tuple[str, ...] = ("pending", "rejected")) -> dict[str, Any] | None:  # fmt: skip
+        """The fact of `statuses` that already says `text` (a near-duplicate wording), of the first status
+        first, else the closest; None when none does. Active ones are extraction's to compare."""
+        filters: dict[str, Any] = {"kind": "fact"}
+        if project is not None:
+            filters["project"] = project
+        rows, _ = Records.query(conn, resolve_view(conn, branch), filters=filters, statuses=statuses, limit=10_000)
+        said = Wording(text)
+        close = [(r["status"] == statuses[0], said.similarity(Wording(r["text"])), r) for r in rows]
+        close = [c for c in close if c[1] >= NEAR_DUPLICATE]
+        return max(close, key=lambda c: c[:2])[2] if close else None
+
+    def _said_again(self, conn, earlier: dict[str, Any], fact: FactIn, *, actor: str, branch: str,
+                    stated_at: float | None) -> dict[str, Any] | None:  # fmt: skip
+        """A pending statement said again: `add`'s answer, or None when it is to be stored as new
+        (a rejected one said in a later session, or a person adding what they rejected)."""
+        data = earlier.get("data") or {}
+        sessions = said_in(earlier)
+        said = stated_at if stated_at is not None else now()
+        last_said = float(data.get("verified_at") or earlier.get("created_at") or 0)
+        new_session = fact.session_id is not None and fact.session_id not in sessions
+        if earlier["status"] == "rejected":
+            if is_human(actor) or (new_session and said > last_said):
+                return None  # a person asks again, or the user says it again later: ask them again
+            if new_session:
+                Records.update(conn, earlier["id"], branch=branch, actor=actor, reason="SAID AGAIN (stays rejected)",
+                               data={**data, "sessions": [*sessions, fact.session_id]})  # fmt: skip
+            return {"status": "rejected", "record": None, "rejected_id": earlier["id"],
+                    "reason": f"fact {earlier['id']} saying this was rejected; said again no later: not stored"}  # fmt: skip
+        record = earlier
+        if new_session or said > last_said or fact.confidence > float(earlier.get("confidence") or 0):
+            changes: dict[str, Any] = {"data": {**data, "sessions": [*sessions, *([fact.session_id] if new_session else [])],
+                                                **({"verified_at": said} if said > last_said else {})}}  # fmt: skip
+            if fact.confidence > float(earlier.get("confidence") or 0):
+                changes["confidence"] = fact.confidence
+            record = Records.update(conn, earlier["id"], branch=branch, actor=actor, reason="REAFFIRM (said again)",
+                                    **changes)  # fmt: skip
+        approval = next((a for a in self.approvals.for_record(conn, earlier["id"]) if a["status"] == "pending"), None)
+        return {"status": "pending", "record": decorate(record), "reaffirmed": True,
+                **({"approval": approval} if approval else {})}  # fmt: skip
 
     def supersede(self, conn, fact_id: str, text: str, *, confidence: float | None, actor: str, reason: str,
                   branch: str = MAIN, source_id: str | None = None, stated_at: float | None = None) -> dict[str, Any]:  # fmt: skip
