@@ -62,7 +62,6 @@ class Services:
         # Shutdown does not wait for the warm-up's model load (see warm_up and close).
         self._closing = threading.Event()
         self._warm_store_step = threading.Lock()
-        self._warming = False
 
     # --- built on first use --------------------------------------------------
 
@@ -153,27 +152,23 @@ class Services:
         cache atomically, hash-checked at the next load. The steps that touch the stores run under
         `_warm_store_step`, which `close` waits for, and are skipped once closing.
         """
-        self._warming = True
-        try:
-            if not self.shared_store:
-                with self._warm_store_step:
-                    if self._closing.is_set():
-                        return
-                    self.scrub_vector_files()
-            self.embedder.embed(["warm up"])
-            if self.shared_store:
-                return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
-            import chromadb  # noqa: F401  # 1-3 s of imports that touch no store: not waited for either
-
+        if not self.shared_store:
             with self._warm_store_step:
                 if self._closing.is_set():
                     return
-                self.vectors.load()
-                if self.reembedder.needed():
-                    self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
-                    self._reembedding.start()
-        finally:
-            self._warming = False
+                self.scrub_vector_files()
+        self.embedder.embed(["warm up"])
+        if self.shared_store:
+            return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
+        import chromadb  # noqa: F401  # 1-3 s of imports that touch no store: not waited for either
+
+        with self._warm_store_step:
+            if self._closing.is_set():
+                return
+            self.vectors.load()
+            if self.reembedder.needed():
+                self._reembedding = threading.Thread(target=self._reembed, name="ma-reembed", daemon=True)
+                self._reembedding.start()
 
     def scrub_vector_files(self) -> None:
         """Once per data dir: clear the freed memory older versions left in Chroma's index files
@@ -268,29 +263,27 @@ class Services:
 
     async def run_background(self, func: Callable[..., T], *args: Any) -> T:
         """Run pipeline work on the low-priority thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.background, functools.partial(func, *args))
+        return await _on(self.background, func, *args)
 
     async def run_warm_up(self) -> None:
         """Run `warm_up` on its low-priority thread."""
-        await asyncio.get_running_loop().run_in_executor(self.warming, self.warm_up)
+        await _on(self.warming, self.warm_up)
 
     async def run_indexing(self, func: Callable[..., T], *args: Any) -> T:
         """Run indexing work on its low-priority thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.indexing, functools.partial(func, *args))
+        return await _on(self.indexing, func, *args)
 
     def close(self) -> None:
         self._closing.set()
         with self._warm_store_step:  # a warm-up step on the stores ends first; none starts after
-            loading_model = self._warming
+            pass
         if self._reembedding is not None:
             self.reembedder.stop()
             self._reembedding.join(timeout=30)
-        # A warm-up still loading the model or importing Chroma writes nothing the next start
-        # needs: not waited for. The process ends with os._exit (worker/__main__.py), which does
-        # not join its thread either.
-        self.warming.shutdown(wait=not loading_model, cancel_futures=True)
+        # So whatever the warm-up still does (loading the model, importing Chroma) writes nothing
+        # the next start needs: not waited for. The process ends with os._exit
+        # (worker/__main__.py), which does not join its thread either.
+        self.warming.shutdown(wait=False, cancel_futures=True)
         self.background.shutdown(wait=True, cancel_futures=True)
         self.indexing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
@@ -300,6 +293,11 @@ class Services:
         if self.shared_store:
             self.db.close()
         self.capture_db.close()
+
+
+async def _on(executor: ThreadPoolExecutor, func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` on one of the worker's threads, awaited from the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(func, *args))
 
 
 def _team_database(url: str):
