@@ -19,7 +19,7 @@ from typing import Any
 
 from memory_anchor.schemas.memory_model import FACT_ACCEPT, VERIFIED_FACT, ConflictResolve
 from worker.memory.common import human_actor, is_human, now
-from worker.memory.facts import FactStore
+from worker.memory.facts import FactStore, last_said
 from worker.store.db import Database
 from worker.store.records import NotFound, RecordError, Records, resolve_view
 
@@ -40,8 +40,7 @@ def settle(existing: dict[str, Any], *, confidence: float, observed_at: float, a
 def said_before(existing: dict[str, Any], observed_at: float) -> bool:
     """The statement was made before the existing fact was last said or verified (`data.verified_at`):
     old history imported after the fact, which it cannot replace (the extraction keeps it as superseded)."""
-    data = existing.get("data") or {}
-    return observed_at < float(data.get("verified_at") or existing.get("created_at") or 0)
+    return observed_at < last_said(existing)
 
 
 class ConflictService:

@@ -93,6 +93,12 @@ def _verification(stated_at: float | None) -> dict[str, float]:
     return {"verified_at": stated_at, "learned_at": now()}
 
 
+def last_said(record: dict[str, Any]) -> float:
+    """When a fact was last said or verified (`data.verified_at`; an imported statement keeps the
+    time it was said), else when it was stored."""
+    return float((record.get("data") or {}).get("verified_at") or record.get("created_at") or 0)
+
+
 def said_in(record: dict[str, Any]) -> list[str]:
     """The sessions that made a statement: `data.sessions` once it was said again, else its own."""
     listed = (record.get("data") or {}).get("sessions")
@@ -148,7 +154,7 @@ class FactStore:
             return {"status": "rejected", "record": None, "reason": f"confidence below {FACT_PENDING}: logged, not stored"}
         branch = fact.branch or MAIN
         resolve_view(conn, branch)
-        if status == "pending" and (earlier := self._said_before(conn, text, project=fact.project, branch=branch)):
+        if status == "pending" and (earlier := self._same_statement(conn, text, project=fact.project, branch=branch)):
             repeat = self._said_again(conn, earlier, fact, actor=actor, branch=branch, stated_at=stated_at)
             if repeat is not None:
                 return repeat
@@ -181,13 +187,13 @@ class FactStore:
         the fact): kept in history as `superseded` by it, never briefed. Said again, it is kept once."""
         text = self._redact(fact.text.strip())
         branch = fact.branch or MAIN
-        kept = self._said_before(conn, text, project=fact.project, branch=branch, statuses=("superseded",))
+        kept = self._same_statement(conn, text, project=fact.project, branch=branch, statuses=("superseded",))
         if kept is not None and (kept.get("data") or {}).get("superseded_by") == by["id"]:
             return kept
         return self._put(conn, fact, text, status="superseded", actor=actor, reason=reason, stated_at=stated_at,
                          superseded_by=by["id"])  # fmt: skip
 
-    def _said_before(self, conn, text: str, *, project: str | None, branch: str,
+    def _same_statement(self, conn, text: str, *, project: str | None, branch: str,
                      statuses: tuple[str, ...] = ("pending", "rejected")) -> dict[str, Any] | None:  # fmt: skip
         """The fact of `statuses` that already says `text` (a near-duplicate wording), of the first status
         first, else the closest; None when none does. Active ones are extraction's to compare."""
@@ -207,10 +213,10 @@ class FactStore:
         data = earlier.get("data") or {}
         sessions = said_in(earlier)
         said = stated_at if stated_at is not None else now()
-        last_said = float(data.get("verified_at") or earlier.get("created_at") or 0)
+        said_last = last_said(earlier)
         new_session = fact.session_id is not None and fact.session_id not in sessions
         if earlier["status"] == "rejected":
-            if is_human(actor) or (new_session and said > last_said):
+            if is_human(actor) or (new_session and said > said_last):
                 return None  # a person asks again, or the user says it again later: ask them again
             if new_session:
                 Records.update(conn, earlier["id"], branch=branch, actor=actor, reason="SAID AGAIN (stays rejected)",
@@ -218,9 +224,9 @@ class FactStore:
             return {"status": "rejected", "record": None, "rejected_id": earlier["id"],
                     "reason": f"fact {earlier['id']} saying this was rejected; said again no later: not stored"}  # fmt: skip
         record = earlier
-        if new_session or said > last_said or fact.confidence > float(earlier.get("confidence") or 0):
+        if new_session or said > said_last or fact.confidence > float(earlier.get("confidence") or 0):
             changes: dict[str, Any] = {"data": {**data, "sessions": [*sessions, *([fact.session_id] if new_session else [])],
-                                                **({"verified_at": said} if said > last_said else {})}}  # fmt: skip
+                                                **({"verified_at": said} if said > said_last else {})}}  # fmt: skip
             if fact.confidence > float(earlier.get("confidence") or 0):
                 changes["confidence"] = fact.confidence
             record = Records.update(conn, earlier["id"], branch=branch, actor=actor, reason="REAFFIRM (said again)",
