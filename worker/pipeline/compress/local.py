@@ -29,12 +29,11 @@ from memory_anchor.schemas.observations import (
     SessionSummaryDraft,
     shorten,
 )
-from worker.pipeline.compress.shell_files import files_command_wrote, files_in_command, is_path
+from worker.pipeline.compress.shell_files import MAX_FILES, files_command_wrote, files_in_command, is_path, unique
 
 log = logging.getLogger(__name__)
 
 NARRATIVE_MAX_CHARS = 1500
-MAX_FILES = 20
 MAX_FACTS = 8
 
 # --- tolerant accessors -------------------------------------------------------
@@ -104,16 +103,6 @@ def _compact_json(value: Any, limit: int = 300) -> str:
     return text[:limit]
 
 
-def _unique(items: Iterable[str], limit: int) -> list[str]:
-    seen: dict[str, None] = {}
-    for item in items:
-        if item and item not in seen:
-            seen[item] = None
-        if len(seen) >= limit:
-            break
-    return list(seen)
-
-
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
@@ -142,7 +131,7 @@ def key_lines(text: str, limit: int = 2) -> list[str]:
         return []
     errors = [line for line in lines if _ERROR_LINE.search(line)]
     if errors:
-        return _unique((shorten(line, 160) for line in errors[-limit:]), limit)
+        return unique((shorten(line, 160) for line in errors[-limit:]), limit)
     return [shorten(lines[-1], 160)]
 
 
@@ -192,7 +181,7 @@ def _concepts(files: Iterable[str], command: str = "", extra: Iterable[str] = ()
     for pattern, concept in _COMMAND_CONCEPTS:
         if command and pattern.search(command):
             found.append(concept)
-    return _unique(found, 6)
+    return unique(found, 6)
 
 
 # --- type inference for edits -------------------------------------------------
@@ -254,7 +243,7 @@ def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
     failed = _FAILED_COUNT.search(output)
     passed = _PASSED_COUNT.search(output)
     # A run cut short (`-x`, a crash) may print a failing test's line and no summary count.
-    failing = _unique((m.group(1) for m in map(_FAILED_TEST.match, _lines(output)) if m), 5) if is_test else []
+    failing = unique((m.group(1) for m in map(_FAILED_TEST.match, _lines(output)) if m), 5) if is_test else []
     tests_failed = is_test and (errored or bool(failed and failed.group(1) != "0") or bool(failing))
     errored = errored or tests_failed
     outcome = "interrupted" if interrupted else "error" if errored else "ok"
@@ -291,7 +280,7 @@ def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
     if description and not is_test:
         summary = f"{description}: {summary}"
     read, modified = files_in_command(command, cwd)
-    modified = _unique(modified + files_command_wrote(command, output, cwd), MAX_FILES)
+    modified = unique(modified + files_command_wrote(command, output, cwd), MAX_FILES)
     return {
         "type": kind,
         "title": title,
@@ -686,16 +675,16 @@ def summarize_session(
         request += " | then: " + " | ".join(asked[1:4])
     discoveries = [d for d in drafts if d.type == "discovery"]
     changes = [d for d in drafts if d.type in _CHANGE_TYPES]
-    investigated = "; ".join(_unique((d.title for d in discoveries), 6))
+    investigated = "; ".join(unique((d.title for d in discoveries), 6))
     learned = "; ".join(
-        _unique(outcome.root_causes + ([f for d in discoveries for f in d.facts if not f.startswith("[")] or
+        unique(outcome.root_causes + ([f for d in discoveries for f in d.facts if not f.startswith("[")] or
                 [d.summary for d in discoveries if d.outcome == "error"]), 5)
     )  # fmt: skip
-    completed = "; ".join(_unique(outcome.done + [d.title for d in changes], 8))
+    completed = "; ".join(unique(outcome.done + [d.title for d in changes], 8))
     # Files edited in place first (the fix), then files written or touched otherwise (new files, scratch scripts).
     edited = [f for d in drafts if d.tool_name in ("Edit", "MultiEdit", "NotebookEdit") for f in d.files_modified]
-    changed = _unique(edited + [f for d in drafts for f in d.files_modified], MAX_FILES)
-    files = _unique(changed + [f for d in drafts for f in d.files_read], MAX_FILES)
+    changed = unique(edited + [f for d in drafts for f in d.files_modified], MAX_FILES)
+    files = unique(changed + [f for d in drafts for f in d.files_read], MAX_FILES)
     summary = SessionSummaryDraft(
         request=request,
         investigated=investigated,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from collections.abc import Iterable
 
 MAX_FILES = 20
 
@@ -144,8 +145,15 @@ class _Place:
         return "" if path == "." else path
 
 
-def _unique(items: list[str], limit: int = MAX_FILES) -> list[str]:
-    return list(dict.fromkeys(i for i in items if i))[:limit]
+def unique(items: Iterable[str], limit: int = MAX_FILES) -> list[str]:
+    """The first `limit` distinct non-empty items, in order (reading no further than needed)."""
+    seen: dict[str, None] = {}
+    for item in items:
+        if item and item not in seen:
+            seen[item] = None
+        if len(seen) >= limit:
+            break
+    return list(seen)
 
 
 def files_in_command(command: str, cwd: str = "") -> tuple[list[str], list[str]]:
@@ -180,7 +188,7 @@ def files_in_command(command: str, cwd: str = "") -> tuple[list[str], list[str]]
         got_read, got_modified = _operands(program, rest)
         read += [place.path(p) or "" for p in got_read]
         modified += [place.path(p) or "" for p in got_modified]
-    return _unique(read), _unique(modified)
+    return unique(read), unique(modified)
 
 
 def _operands(program: str, rest: list[str]) -> tuple[list[str], list[str]]:
@@ -296,7 +304,7 @@ def files_output_says_written(output: str, limit: int = MAX_FILES) -> list[str]:
                     break
         if len(found) >= limit:
             break
-    return _unique(found, limit)
+    return unique(found, limit)
 
 
 def _patch_failed(lines: list[str], index: int) -> bool:
@@ -347,7 +355,7 @@ def files_a_heredoc_patch_changed(command: str, output: str) -> list[str]:
                 removed = match.group(1)
             elif match := _PATCHED_FILE.match(line):
                 found.append(removed if match.group(1) == "/dev/null" and removed else match.group(1))
-    return _unique([f for f in found if f != "/dev/null" and is_path(f)])
+    return unique([f for f in found if f != "/dev/null" and is_path(f)])
 
 
 def files_command_wrote(command: str, output: str, cwd: str = "") -> list[str]:
@@ -367,4 +375,4 @@ def files_command_wrote(command: str, output: str, cwd: str = "") -> list[str]:
     if place.here == "":  # a patch names files from the repository's top, which a `cd` may have left
         said += files_a_heredoc_patch_changed(command, output)
     placed = (place.path(p) for p in said)
-    return _unique([p for p in placed if p and not (cwd and p.startswith("/"))])  # placed: inside is relative
+    return unique([p for p in placed if p and not (cwd and p.startswith("/"))])  # placed: inside is relative
