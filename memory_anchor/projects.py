@@ -130,6 +130,12 @@ def relative(path: str, project: str | None) -> str:
     return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
 
 
+def relative_once(paths, project: str | None) -> list[str]:
+    """Each path as the project names it, once: an Edit names a file by its absolute path, a shell
+    command by the path it typed, and both are the same file."""
+    return list(dict.fromkeys(relative(p, project) for p in paths if isinstance(p, str)))
+
+
 def project_key(project: str) -> str:
     """A short, filesystem-safe key for a project path."""
     import hashlib

@@ -13,7 +13,7 @@ import functools
 import re
 from typing import Any
 
-from memory_anchor.projects import relative
+from memory_anchor.projects import relative_once
 from worker.context.layers import facts_of_types, when
 from worker.context.model import ContextRequest, Section
 from worker.context.staleness import mark, marks
@@ -45,9 +45,7 @@ def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits
     causes = [c for c in data.get("root_causes") or [] if isinstance(c, str) and not _known(c, known)]
     if causes:
         parts.append("root cause: " + "; ".join(clip(c, 160) for c in causes[:2]))
-    # Once each: an Edit names a file by its absolute path, a command by the path it typed.
-    changed = list(dict.fromkeys(relative(f, summary.get("project")) for f in data.get("files_changed") or []
-                                 if isinstance(f, str)))  # fmt: skip
+    changed = relative_once(data.get("files_changed") or [], summary.get("project"))
     if changed:
         more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
         parts.append("changed: " + ", ".join(clip(f, 80) for f in changed[:4]) + more)

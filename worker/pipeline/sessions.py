@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from memory_anchor.projects import is_excluded, project_for_cwd, relative
+from memory_anchor.projects import is_excluded, project_for_cwd, relative_once
 from memory_anchor.schemas.events import typed_by_person
 from worker.capture.inbox import HISTORY, InboxEvent
 from worker.memory.text import clip
@@ -166,7 +166,7 @@ class Sessions:
 def summary_title(summary, project: str | None) -> str:
     """What a session was: what was asked and the files it changed, in one line of about 100 characters
     (a search hit's index line shows the title that long: "how did we fix X?" is answered by the files)."""
-    files = list(dict.fromkeys(relative(f, project) for f in summary.files_changed))  # an Edit's absolute path, a command's own
+    files = relative_once(summary.files_changed, project)
     if not summary.request or not files:
         return ""
     changed = ", ".join(files[:2]) + (f" (+{len(files) - 2})" if len(files) > 2 else "")
