@@ -62,7 +62,14 @@ def test_a_fix_a_later_commit_replaced_is_briefed_as_superseded(home):
         text = client.get("/api/v1/context", project=str(home.project), source="startup")["context"]
         return text if "changed: app/cart.py" in text else None
 
+    def drained():
+        status = client.get("/api/v1/status")
+        return not status["inbox"].get("pending") and not status["pending_vectors"]
+
     before = wait_for(briefed, 90, message="session 1's outcome in the briefing")
+    # The session line can be briefed from the session's outcome before its summary is drained, and
+    # a summary's refs are taken from the work tree when it is drained: the later commit comes after.
+    wait_for(drained, 90, message="session 1's events all processed")
     assert not next(line for line in before.splitlines() if "changed: app/cart.py" in line).endswith(")"), before
 
     home.repo.commit("the fix")
