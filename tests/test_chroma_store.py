@@ -103,3 +103,41 @@ def test_the_single_collection_of_earlier_versions_is_moved_into_shards(tmp_path
 def test_a_store_needs_somewhere_to_keep_vectors():
     with pytest.raises(ValueError, match="path or a client_factory"):
         ChromaStore()
+
+
+NEW_DATA_DIR_LOADS = """
+import sys
+from pathlib import Path
+from worker.index.vectors import Vectors
+
+path = Path(sys.argv[1])
+vectors = Vectors(path)
+assert vectors.load() == 0 and vectors.store.count() == 0 and len(vectors) == 0
+print("chromadb" in sys.modules, path.exists())
+"""
+
+
+def test_a_store_never_written_reads_as_empty_without_opening_chroma(tmp_path):
+    """A worker on a new data dir loads its vectors at start: with nothing written there is nothing
+    to read, and neither chromadb's imports (a second of CPU) nor a client (which makes the
+    directory) is paid for it. The first write opens Chroma as usual."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    chroma_dir = tmp_path / "chroma"
+    loaded = subprocess.run([sys.executable, "-c", NEW_DATA_DIR_LOADS, str(chroma_dir)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["False", "False"]
+
+    store = ChromaStore(chroma_dir, idle_release_seconds=0)
+    assert store.never_written()
+    item = _item(3, np.random.default_rng(3))
+    store.add([item])
+    assert not store.never_written()
+    store.release()
+    reopened = ChromaStore(chroma_dir, idle_release_seconds=0)
+    assert not reopened.never_written() and reopened.count() == 1
+    assert list(_stored(reopened)) == [3]

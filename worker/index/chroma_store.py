@@ -199,6 +199,13 @@ class ChromaStore:
             parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
         return ";".join(parts) or None
 
+    def never_written(self) -> bool:
+        """A local Chroma nothing was ever written to: it has no files yet. Reading it then needs
+        neither a client, which would create its directory, nor chromadb's second of imports."""
+        with self._lock:
+            return (self._client is None and self._client_factory == self._persistent_client
+                    and not (self.path / "chroma.sqlite3").exists())  # fmt: skip
+
     # --- reading and writing -------------------------------------------------
 
     def add(self, items: list[VectorItem]) -> None:
@@ -261,6 +268,8 @@ class ChromaStore:
             self._touch()
 
     def count(self) -> int:
+        if self.never_written():
+            return 0
         with self._lock:
             total = sum(self._shard(n).count() for n in self._shard_numbers())
             self._touch()
@@ -268,6 +277,8 @@ class ChromaStore:
 
     def iterate(self, page: int = 5000) -> Iterator[list[VectorItem]]:
         """Every stored embedding, in pages, shard by shard (so in seq order of shards)."""
+        if self.never_written():
+            return
         with self._lock:
             shards = self._shard_numbers()
         for shard in shards:
