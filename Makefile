@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 help:
 	@echo "make run          start the worker in the foreground on the embedded defaults"
-	@echo "make test         run the whole test suite on PYTEST_XDIST processes (default 2; installs everything it needs)"
+	@echo "make test         run the whole test suite on PYTEST_XDIST processes (default 3; installs everything it needs)"
 	@echo "make test-serial  the same suite in one process, for debugging (= make test PYTEST_XDIST=0)"
 	@echo "make test-slow    the slow tests too (the full LoCoMo and scale benchmarks as tests)"
 	@echo "make test-stress  the suite RUNS times (default 5) in a row with every core kept busy"
@@ -46,10 +46,11 @@ bump-claude-code:
 	tests/e2e/cli/newest/node_modules/.bin/claude --version
 
 # The suite runs on PYTEST_XDIST pytest-xdist processes (0: in pytest's own process, as
-# `make test-serial` does). Most of its time is spent waiting on subprocesses (workers, hooks,
-# the Claude Code CLI), so two processes keep a 2-core machine busy; PYTEST_DIST picks how
-# tests are shared out (docs/benchmarks.md: the runs behind both defaults).
-PYTEST_XDIST ?= 2
+# `make test-serial` does). Much of a process's time is spent waiting on the processes it
+# started (workers, hooks, the Claude Code CLI): on a quiet 2-core machine two pytest
+# processes left the cores idle 10% of the run, three 6%. PYTEST_DIST picks how tests are
+# shared out (docs/benchmarks.md: the runs behind both defaults).
+PYTEST_XDIST ?= 3
 PYTEST_DIST ?= worksteal
 PYTEST_PARALLEL := -n $(PYTEST_XDIST) --dist $(PYTEST_DIST)
 
