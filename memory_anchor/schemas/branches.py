@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.filters import AsOf
 
 BranchStatus = Literal["active", "merged", "archived"]
@@ -19,7 +20,7 @@ ConflictType = Literal["record", "fact_key"]
 Resolution = Literal["source", "target", "both", "open"]
 
 
-class _Strict(BaseModel):
+class _Strict(WireModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -59,7 +60,7 @@ class BranchCreate(_Strict):
         return self
 
 
-class BranchOut(BaseModel):
+class BranchOut(WireModel):
     name: str
     parent: str | None = None
     fork_seq: int | None = None
@@ -76,7 +77,7 @@ class BranchOut(BaseModel):
     sessions: int = Field(0, description="Sessions currently writing to this branch")
 
 
-class BranchList(BaseModel):
+class BranchList(WireModel):
     results: list[BranchOut]
 
 
@@ -98,7 +99,7 @@ class BranchSwitch(_Strict):
     parent: str | None = Field(None, json_schema_extra={"anyOf": [{"type": "string", **NAME_SCHEMA}, {"type": "null"}]})
 
 
-class BranchSwitchOut(BaseModel):
+class BranchSwitchOut(WireModel):
     session_id: str
     branch: str
     previous: str | None = None
@@ -111,7 +112,7 @@ class SessionFork(_Strict):
     parent_session_id: str = Field(min_length=1, max_length=200)
 
 
-class SessionBranchOut(BaseModel):
+class SessionBranchOut(WireModel):
     session_id: str
     branch: str
     chosen_by: str
@@ -120,7 +121,7 @@ class SessionBranchOut(BaseModel):
 # --- diff -----------------------------------------------------------------------------
 
 
-class ChangeItem(BaseModel):
+class ChangeItem(WireModel):
     """One record changed on one side since the two branches last shared it."""
 
     id: str
@@ -138,7 +139,7 @@ class ChangeItem(BaseModel):
     branch: str = Field(description="Branch the version was written on")
 
 
-class ConflictItem(BaseModel):
+class ConflictItem(WireModel):
     """Both sides changed the same record, or wrote different facts about one subject."""
 
     key: str = Field(description="Stable id of this conflict within the diff")
@@ -149,7 +150,7 @@ class ConflictItem(BaseModel):
     reason: str
 
 
-class DiffCounts(BaseModel):
+class DiffCounts(WireModel):
     source_added: int = 0
     source_changed: int = 0
     source_invalidated: int = 0
@@ -159,7 +160,7 @@ class DiffCounts(BaseModel):
     conflicts: int = 0
 
 
-class BranchDiff(BaseModel):
+class BranchDiff(WireModel):
     source: str
     target: str
     base: str | None = Field(None, description="Nearest common ancestor branch and seq, e.g. main@42")
@@ -199,7 +200,7 @@ class MergeRequest(_Strict):
         return self
 
 
-class MergedItem(BaseModel):
+class MergedItem(WireModel):
     id: str
     kind: str
     action: str = Field(description="added|changed|invalidated|squashed|superseded|merged_text")
@@ -209,13 +210,13 @@ class MergedItem(BaseModel):
     squashed_from: list[str] = Field(default_factory=list)
 
 
-class RejectedItem(BaseModel):
+class RejectedItem(WireModel):
     id: str
     kind: str | None = None
     reason: str
 
 
-class ConflictOutcome(BaseModel):
+class ConflictOutcome(WireModel):
     key: str
     type: ConflictType
     source_id: str
@@ -226,7 +227,7 @@ class ConflictOutcome(BaseModel):
     conflict_id: str | None = Field(None, description="Open conflict recorded for review, if any")
 
 
-class MergeOut(BaseModel):
+class MergeOut(WireModel):
     id: str | None = Field(None, description="Merge history id (None on a dry run)")
     source: str
     target: str
@@ -242,7 +243,7 @@ class MergeOut(BaseModel):
     source_marked_merged: bool = False
 
 
-class MergeList(BaseModel):
+class MergeList(WireModel):
     results: list[MergeOut]
 
 
@@ -256,7 +257,7 @@ class SnapshotCreate(_Strict):
     description: str = Field("", max_length=2000)
 
 
-class SnapshotOut(BaseModel):
+class SnapshotOut(WireModel):
     name: str
     branch: str
     seq: int
@@ -265,7 +266,7 @@ class SnapshotOut(BaseModel):
     description: str = ""
 
 
-class SnapshotList(BaseModel):
+class SnapshotList(WireModel):
     results: list[SnapshotOut]
 
 
@@ -279,7 +280,7 @@ class TimeTravelRequest(_Strict):
     top_k: int = Field(10, ge=1, le=100)
 
 
-class TimeTravelOut(BaseModel):
+class TimeTravelOut(WireModel):
     as_of: str | int
     seq: int = Field(description="The sequence number as_of resolved to")
     branch: str
@@ -289,7 +290,7 @@ class TimeTravelOut(BaseModel):
 # --- the Claude merge judge's replies ---------------------------------------------
 
 
-class JudgeReply(BaseModel):
+class JudgeReply(WireModel):
     """What the merge judge answers for one conflict."""
 
     keep: Literal["source", "target", "both"]
@@ -297,7 +298,7 @@ class JudgeReply(BaseModel):
     merged_text: str | None = Field(None, description="With keep=both: one fact stating both, if they combine")
 
 
-class ConsolidationReply(BaseModel):
+class ConsolidationReply(WireModel):
     """What the judge answers when squashing several facts about one subject."""
 
     text: str = Field(min_length=1)

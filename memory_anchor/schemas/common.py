@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.codebase import Freshness
 
 
-class RecordOut(BaseModel):
+class RecordOut(WireModel):
     """One version of any record (memory, observation, prompt, summary, fact, ...)."""
 
     model_config = ConfigDict(extra="allow")
@@ -42,7 +43,7 @@ class RecordOut(BaseModel):
         None, description="A memory about code: its files compared with the working tree now (absent when it names none)")
 
 
-class ResultsPage(BaseModel):
+class ResultsPage(WireModel):
     results: list[dict[str, Any]]
     total: int | None = None
 

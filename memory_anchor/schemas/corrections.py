@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.common import NonBlank
 
 ItemKind = Literal["fact", "next_step"]
@@ -56,7 +57,7 @@ def item_ref(kind: ItemKind, item_id: str | int) -> str:
     return f"step {item_id}" if kind == "next_step" else f"fact {str(item_id)[:8]}"
 
 
-class _Strict(BaseModel):
+class _Strict(WireModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -84,7 +85,7 @@ class EditRequest(CorrectionBy):
     text: NonBlank = Field(max_length=5000)
 
 
-class CorrectionOut(BaseModel):
+class CorrectionOut(WireModel):
     """What a correction did."""
 
     kind: ItemKind
@@ -100,7 +101,7 @@ class CorrectionOut(BaseModel):
     replaced_by: str | None = Field(None, description="An edited next step: the number of the step that replaces it")
 
 
-class ForgottenEntry(BaseModel):
+class ForgottenEntry(WireModel):
     """One correction: what was forgotten (or edited away), by whom, when and why."""
 
     id: int
@@ -115,12 +116,12 @@ class ForgottenEntry(BaseModel):
     created_at: float
 
 
-class ClosedByCommit(BaseModel):
+class ClosedByCommit(WireModel):
     commit: str
     subject: str
 
 
-class NextStep(BaseModel):
+class NextStep(WireModel):
     """An open item: a next step a session left (closed when done, forgotten or edited)."""
 
     model_config = ConfigDict(extra="allow")
@@ -139,9 +140,9 @@ class NextStep(BaseModel):
         None, description="A step a commit did: the commit (closed_by is 'commit:<sha>') and its subject")
 
 
-class NextStepsPage(BaseModel):
+class NextStepsPage(WireModel):
     results: list[NextStep]
 
 
-class ForgottenPage(BaseModel):
+class ForgottenPage(WireModel):
     results: list[ForgottenEntry]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from memory_anchor.schemas.base import WireModel
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(WireModel):
     code: str
     message: str
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(WireModel):
     """`{"error": {"code", "message"}, "detail"}` with a 4xx status for bad input, 5xx for our faults."""
 
     error: ErrorDetail

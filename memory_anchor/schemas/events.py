@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal, Union
 
 from memory_anchor.hookkit import origin
 from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from memory_anchor.schemas.base import WireModel
+from pydantic import ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
     "SessionStart",
@@ -33,7 +34,7 @@ AGENT_HEADER = "X-Memory-Anchor-Agent"
 # memory_anchor/hookkit/fields.py; tests/test_event_validation.py proves the two agree.
 
 
-class HookEvent(BaseModel):
+class HookEvent(WireModel):
     """What every hook payload carries."""
 
     model_config = ConfigDict(extra="allow", strict=True)
@@ -202,7 +203,7 @@ def json_types(model: type[HookEvent]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-class EventAccepted(BaseModel):
+class EventAccepted(WireModel):
     """202: the event is durably in the inbox (or was already)."""
 
     status: str = "accepted"
@@ -210,7 +211,7 @@ class EventAccepted(BaseModel):
     duplicate: bool = False
 
 
-class ContextResponse(BaseModel):
+class ContextResponse(WireModel):
     """`GET /api/v1/context`: what SessionStart injects."""
 
     context: str
@@ -218,13 +219,13 @@ class ContextResponse(BaseModel):
     sections: list[str] = []
 
 
-class RecallRequest(BaseModel):
+class RecallRequest(WireModel):
     prompt: str
     project: str | None = None
     session_id: str | None = None
     cwd: str | None = None
 
 
-class RecallResponse(BaseModel):
+class RecallResponse(WireModel):
     context: str
     results: list[dict] = []

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from memory_anchor.schemas.base import WireModel
 
 MAX_HISTORY_BATCH = 2000
 
 
-class HistoryEventIn(BaseModel):
+class HistoryEventIn(WireModel):
     """One hook event read from a transcript."""
 
     model_config = ConfigDict(extra="forbid")
@@ -26,7 +28,7 @@ class HistoryEventIn(BaseModel):
     at: float | None = Field(None, ge=0, description="when it happened, epoch seconds (the transcript line's time)")
 
 
-class HistoryImportRequest(BaseModel):
+class HistoryImportRequest(WireModel):
     """`POST /api/v1/events/history`: a batch of events of Claude Code's history."""
 
     model_config = ConfigDict(extra="forbid")
@@ -35,12 +37,12 @@ class HistoryImportRequest(BaseModel):
     claude: bool = Field(False, description="distil through Claude (spends the Claude allowance); default: locally")
 
 
-class RefusedEvent(BaseModel):
+class RefusedEvent(WireModel):
     index: int
     reason: str
 
 
-class HistoryImported(BaseModel):
+class HistoryImported(WireModel):
     """What became of a batch: new in the inbox, already there, or left out (and why)."""
 
     accepted: int = 0

@@ -10,13 +10,15 @@ The bridge is stdlib-only and writes these with `json`; the worker validates the
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from memory_anchor.schemas.base import WireModel
 
 # Bumped when the handshake or the framing changes; the worker refuses others.
 BRIDGE_PROTOCOL = 1
 
 
-class BridgeHello(BaseModel):
+class BridgeHello(WireModel):
     """First line from the bridge."""
 
     model_config = ConfigDict(extra="ignore")
@@ -31,7 +33,7 @@ class BridgeHello(BaseModel):
     agent: str = Field("", description="$MEMORY_ANCHOR_AGENT (the memory model's agent id)")
 
 
-class BridgeWelcome(BaseModel):
+class BridgeWelcome(WireModel):
     """The worker's one-line answer: ok, or why the session is refused."""
 
     ok: bool

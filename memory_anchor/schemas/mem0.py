@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.filters import TIME_RANGE, FilterObject, filters_field
 
 EntityType = Literal["user", "agent", "app", "run"]
 
 
-class _Lenient(BaseModel):
+class _Lenient(WireModel):
     # mem0's SDK grows options between releases; unknown ones must not break old workers.
     model_config = ConfigDict(extra="ignore")
 
 
-class Mem0Message(BaseModel):
+class Mem0Message(WireModel):
     role: str = Field("user", max_length=100)
     content: str = Field(description="The message text")
 
@@ -51,20 +52,20 @@ class Mem0AddRequest(_Lenient):
     version: Any = None
 
 
-class Mem0Event(BaseModel):
+class Mem0Event(WireModel):
     id: str
     memory: str
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     previous_memory: str | None = None
 
 
-class Mem0AddResponse(BaseModel):
+class Mem0AddResponse(WireModel):
     """mem0's v1.1 format."""
 
     results: list[Mem0Event]
 
 
-class Mem0Memory(BaseModel):
+class Mem0Memory(WireModel):
     """A memory as mem0's platform returns it."""
 
     id: str
@@ -95,7 +96,7 @@ class Mem0GetAllRequest(_Lenient):
     fields: Any = None
 
 
-class Mem0Page(BaseModel):
+class Mem0Page(WireModel):
     count: int = Field(description="How many memories match, over all pages")
     next: str | None = Field(None, description="URL of the next page")
     previous: str | None = Field(None, description="URL of the previous page")
@@ -119,7 +120,7 @@ class Mem0SearchRequest(_Lenient):
     metadata: Any = None
 
 
-class Mem0SearchResponse(BaseModel):
+class Mem0SearchResponse(WireModel):
     results: list[Mem0Memory]
 
 
@@ -132,7 +133,7 @@ class Mem0UpdateRequest(_Lenient):
     expiration_date: Any = Field(None, description="Accepted, not used")
 
 
-class Mem0HistoryEntry(BaseModel):
+class Mem0HistoryEntry(WireModel):
     id: str = Field(description="The version's id: <memory id>:<version>")
     memory_id: str
     event: Literal["ADD", "UPDATE", "DELETE"]
@@ -147,11 +148,11 @@ class Mem0HistoryEntry(BaseModel):
     updated_at: str | None = None
 
 
-class Mem0Status(BaseModel):
+class Mem0Status(WireModel):
     message: str
 
 
-class Mem0Ping(BaseModel):
+class Mem0Ping(WireModel):
     """mem0's SDK needs an org and a project; a worker is one of each."""
 
     status: str = "ok"
@@ -161,7 +162,7 @@ class Mem0Ping(BaseModel):
     user_email: str | None = None
 
 
-class Mem0Entity(BaseModel):
+class Mem0Entity(WireModel):
     id: str
     name: str
     type: EntityType
@@ -170,28 +171,28 @@ class Mem0Entity(BaseModel):
     updated_at: str | None = None
 
 
-class Mem0EntityList(BaseModel):
+class Mem0EntityList(WireModel):
     count: int
     results: list[Mem0Entity]
 
 
-class Mem0BatchUpdateItem(BaseModel):
+class Mem0BatchUpdateItem(WireModel):
     memory_id: str = Field(min_length=1)
     text: str | None = Field(None, min_length=1, pattern=r"\S")
     metadata: dict[str, Any] | None = None
 
 
-class Mem0BatchUpdate(BaseModel):
+class Mem0BatchUpdate(WireModel):
     """`PUT /v1/batch/`: up to 1000 updates, all or none."""
 
     memories: list[Mem0BatchUpdateItem] = Field(min_length=1, max_length=1000)
 
 
-class Mem0BatchDeleteItem(BaseModel):
+class Mem0BatchDeleteItem(WireModel):
     memory_id: str = Field(min_length=1)
 
 
-class Mem0BatchDelete(BaseModel):
+class Mem0BatchDelete(WireModel):
     """`DELETE /v1/batch/`: up to 1000 deletions, all or none."""
 
     memories: list[Mem0BatchDeleteItem] = Field(min_length=1, max_length=1000)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.common import NOT_BLANK_PATTERN
 from memory_anchor.schemas.filters import AsOf, FilterObject, Timestamp, filters_field
 
 
-class Message(BaseModel):
+class Message(WireModel):
     role: str = "user"
     content: str
 
 
-class AddMemoryRequest(BaseModel):
+class AddMemoryRequest(WireModel):
     """`POST /api/v1/memories`: `messages` or `content`, scoped by mem0 ids."""
 
     # The document says what _needs_text checks: messages (non-empty) or content (not blank).
@@ -51,18 +52,18 @@ class AddMemoryRequest(BaseModel):
         return [("user", self.content or "")]
 
 
-class MemoryEvent(BaseModel):
+class MemoryEvent(WireModel):
     id: str
     memory: str
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     previous_memory: str | None = None
 
 
-class AddMemoryResponse(BaseModel):
+class AddMemoryResponse(WireModel):
     results: list[MemoryEvent]
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(WireModel):
     """`POST /api/v1/memories/search`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -84,7 +85,7 @@ class SearchRequest(BaseModel):
     run_id: str | None = None
 
 
-class UpdateMemoryRequest(BaseModel):
+class UpdateMemoryRequest(WireModel):
     """`PUT /api/v1/memories/{id}`: writes a new version."""
 
     model_config = ConfigDict(extra="forbid")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.common import NOT_BLANK_PATTERN, NonBlank, documented
 from memory_anchor.schemas.filters import AsOf, Timestamp
 
@@ -71,7 +72,7 @@ WRITABLE_LAYERS = (EVENT_LOG, VERIFIED_FACT)
 SEARCHABLE_LAYERS = (EVENT_LOG, VERIFIED_FACT, OPERATIONAL)
 
 
-class _Strict(BaseModel):
+class _Strict(WireModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -352,7 +353,7 @@ class OperationsReindex(_Strict):
 # --- fact extraction (what the model must reply) -------------------------------------
 
 
-class ExtractedFact(BaseModel):
+class ExtractedFact(WireModel):
     """One fact proposed by the model in the extraction step."""
 
     model_config = ConfigDict(extra="ignore")
@@ -364,7 +365,7 @@ class ExtractedFact(BaseModel):
     quote: str | None = Field(None, max_length=2000, description="The user's own words a rule or decision stands on")
 
 
-class ExtractionReply(BaseModel):
+class ExtractionReply(WireModel):
     model_config = ConfigDict(extra="ignore")
 
     facts: list[ExtractedFact] = Field(default_factory=list, max_length=50)
@@ -373,7 +374,7 @@ class ExtractionReply(BaseModel):
 FactAction = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
 
-class FactDecision(BaseModel):
+class FactDecision(WireModel):
     """The model's decision for one candidate against its similar existing facts.
     `target` is the short number the prompt gave an existing fact, never its id."""
 
@@ -391,7 +392,7 @@ class FactDecision(BaseModel):
         return value.strip().upper() if isinstance(value, str) else value
 
 
-class DecisionReply(BaseModel):
+class DecisionReply(WireModel):
     model_config = ConfigDict(extra="ignore")
 
     decisions: list[FactDecision] = Field(default_factory=list)
@@ -409,7 +410,7 @@ class ExtractRequest(_Strict):
     branch: str | None = None
 
 
-class ExtractionOutcome(BaseModel):
+class ExtractionOutcome(WireModel):
     """What one extraction run did, for logs, tests and the API."""
 
     mode: Literal["claude", "local"]

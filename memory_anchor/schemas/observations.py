@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.filters import AsOf
 
 SUMMARY_MAX_CHARS = 200
@@ -61,7 +62,7 @@ def shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:.-") + "…"
 
 
-class ObservationDraft(BaseModel):
+class ObservationDraft(WireModel):
     """One compressed tool use, before it is stored (no id, no timestamps yet)."""
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
@@ -102,7 +103,7 @@ class ObservationDraft(BaseModel):
         return "\n".join(p for p in parts if p)
 
 
-class SessionSummaryDraft(BaseModel):
+class SessionSummaryDraft(WireModel):
     """What a session was about, written at Stop/SessionEnd."""
 
     model_config = ConfigDict(extra="ignore")
@@ -142,7 +143,7 @@ class SessionSummaryDraft(BaseModel):
         return self.render() or "Session with no recorded activity"
 
 
-class WriteObservationRequest(BaseModel):
+class WriteObservationRequest(WireModel):
     """`POST /api/v1/observations`: an observation an agent records on purpose.
 
     Tool uses are captured automatically; this is for what no tool shows: a
@@ -175,7 +176,7 @@ class WriteObservationRequest(BaseModel):
         )
 
 
-class ObservationsBatch(BaseModel):
+class ObservationsBatch(WireModel):
     """`POST /api/v1/observations/batch`: full details for these record ids."""
 
     model_config = ConfigDict(extra="forbid")

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from memory_anchor.schemas.base import WireModel
 
 EXPORT_FORMAT = "memory-anchor-export"
 EXPORT_FORMAT_VERSION = 1
@@ -27,7 +29,7 @@ EXPORT_MEDIA_TYPE = "application/x-ndjson"
 Scalar = str | int | float | bool | None | dict[str, str]
 
 
-class _Line(BaseModel):
+class _Line(WireModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -48,7 +50,7 @@ class ExportRow(_Line):
     row: dict[str, Scalar]
 
 
-class ExportedRecord(BaseModel):
+class ExportedRecord(WireModel):
     """The columns of a `records` row an import checks before writing it; the
     others are checked by SQLite's own constraints."""
 
@@ -71,7 +73,7 @@ class ExportEnd(_Line):
     rows: int = Field(ge=0, description="Number of row lines in the file")
 
 
-class ImportResult(BaseModel):
+class ImportResult(WireModel):
     imported: dict[str, int] = Field(description="Rows written per table")
     rows: int
     head_seq: int
@@ -79,7 +81,7 @@ class ImportResult(BaseModel):
     seconds: float
 
 
-class ReindexResult(BaseModel):
+class ReindexResult(WireModel):
     indexed: int = Field(description="Record versions re-embedded")
     seconds: float
 

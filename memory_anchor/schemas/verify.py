@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.codebase import Freshness
 from memory_anchor.schemas.corrections import ClosedByCommit
 
 
-class VerifyRequest(BaseModel):
+class VerifyRequest(WireModel):
     # One of project and cwd names what to walk: said in the schema too, so a client knows before asking.
     model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
         {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}} for name in ("project", "cwd")]})
@@ -26,7 +27,7 @@ class VerifyRequest(BaseModel):
         return self
 
 
-class CheckedMemory(BaseModel):
+class CheckedMemory(WireModel):
     """One memory and what its code says of it now."""
 
     id: str
@@ -38,7 +39,7 @@ class CheckedMemory(BaseModel):
     freshness: Freshness
 
 
-class StepDone(BaseModel):
+class StepDone(WireModel):
     """An open next step a commit did (closed with `fix`)."""
 
     id: int
@@ -46,7 +47,7 @@ class StepDone(BaseModel):
     closed_by_commit: ClosedByCommit
 
 
-class VerifyReport(BaseModel):
+class VerifyReport(WireModel):
     project: str
     repository: str | None = Field(None, description="The working tree compared; None outside git")
     head: str | None = None
