@@ -57,14 +57,13 @@ PYTEST_PARALLEL := -n $(PYTEST_XDIST) --dist $(PYTEST_DIST)
 # Where the tests' temporary files go. They make and delete tens of thousands of files
 # (virtual environments, plugin copies, data dirs, PostgreSQL databases): on an ext4 disk
 # allocating their inodes took about 5% of the suite's CPU (perf), which a tmpfs does not
-# pay. A folder of /dev/shm when it is writable and has 6 GB free (a run holds up to about 2 GB
-# there; a container's default /dev/shm is 64 MB), so what a killed process leaves behind stays
-# in one place, which `make clean` removes; TEST_TMPDIR= keeps the system's temporary directory.
-TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $$4}')" -ge 6000000 ] 2>/dev/null && echo /dev/shm/memory-anchor-tests)
+# pay. /dev/shm when it is writable and has 6 GB free (a run holds up to about 2 GB there; a
+# container's default /dev/shm is 64 MB); TEST_TMPDIR= keeps the system's temporary directory.
+TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $$4}')" -ge 6000000 ] 2>/dev/null && echo /dev/shm)
 # Byte-code is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set
 # on some machine images): otherwise every worker, hook and CLI a test starts compiles the
 # project's modules again, about 0.4 s of CPU each time (measured on a clean clone).
-TEST_ENV := $(if $(TEST_TMPDIR),mkdir -p $(TEST_TMPDIR) && TMPDIR=$(TEST_TMPDIR)) PYTHONDONTWRITEBYTECODE=
+TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR)) PYTHONDONTWRITEBYTECODE=
 PYTEST := $(TEST_ENV) $(PY) -m pytest
 
 test: $(STAMP) e2e-deps
@@ -100,4 +99,3 @@ bench-first-run: $(STAMP) e2e-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis tests/e2e/node_modules tests/e2e/cli/*/node_modules
-	rm -rf /dev/shm/memory-anchor-tests
