@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.filters import AsOf
 
 BranchStatus = Literal["active", "merged", "archived"]
@@ -20,7 +19,7 @@ ConflictType = Literal["record", "fact_key"]
 Resolution = Literal["source", "target", "both", "open"]
 
 
-class _Strict(WireModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -60,7 +59,7 @@ class BranchCreate(_Strict):
         return self
 
 
-class BranchOut(WireModel):
+class BranchOut(BaseModel):
     name: str
     parent: str | None = None
     fork_seq: int | None = None
@@ -77,7 +76,7 @@ class BranchOut(WireModel):
     sessions: int = Field(0, description="Sessions currently writing to this branch")
 
 
-class BranchList(WireModel):
+class BranchList(BaseModel):
     results: list[BranchOut]
 
 
@@ -99,7 +98,7 @@ class BranchSwitch(_Strict):
     parent: str | None = Field(None, json_schema_extra={"anyOf": [{"type": "string", **NAME_SCHEMA}, {"type": "null"}]})
 
 
-class BranchSwitchOut(WireModel):
+class BranchSwitchOut(BaseModel):
     session_id: str
     branch: str
     previous: str | None = None
@@ -112,7 +111,7 @@ class SessionFork(_Strict):
     parent_session_id: str = Field(min_length=1, max_length=200)
 
 
-class SessionBranchOut(WireModel):
+class SessionBranchOut(BaseModel):
     session_id: str
     branch: str
     chosen_by: str
@@ -121,7 +120,7 @@ class SessionBranchOut(WireModel):
 # --- diff -----------------------------------------------------------------------------
 
 
-class ChangeItem(WireModel):
+class ChangeItem(BaseModel):
     """One record changed on one side since the two branches last shared it."""
 
     id: str
@@ -139,7 +138,7 @@ class ChangeItem(WireModel):
     branch: str = Field(description="Branch the version was written on")
 
 
-class ConflictItem(WireModel):
+class ConflictItem(BaseModel):
     """Both sides changed the same record, or wrote different facts about one subject."""
 
     key: str = Field(description="Stable id of this conflict within the diff")
@@ -150,7 +149,7 @@ class ConflictItem(WireModel):
     reason: str
 
 
-class DiffCounts(WireModel):
+class DiffCounts(BaseModel):
     source_added: int = 0
     source_changed: int = 0
     source_invalidated: int = 0
@@ -160,7 +159,7 @@ class DiffCounts(WireModel):
     conflicts: int = 0
 
 
-class BranchDiff(WireModel):
+class BranchDiff(BaseModel):
     source: str
     target: str
     base: str | None = Field(None, description="Nearest common ancestor branch and seq, e.g. main@42")
@@ -200,7 +199,7 @@ class MergeRequest(_Strict):
         return self
 
 
-class MergedItem(WireModel):
+class MergedItem(BaseModel):
     id: str
     kind: str
     action: str = Field(description="added|changed|invalidated|squashed|superseded|merged_text")
@@ -210,13 +209,13 @@ class MergedItem(WireModel):
     squashed_from: list[str] = Field(default_factory=list)
 
 
-class RejectedItem(WireModel):
+class RejectedItem(BaseModel):
     id: str
     kind: str | None = None
     reason: str
 
 
-class ConflictOutcome(WireModel):
+class ConflictOutcome(BaseModel):
     key: str
     type: ConflictType
     source_id: str
@@ -227,7 +226,7 @@ class ConflictOutcome(WireModel):
     conflict_id: str | None = Field(None, description="Open conflict recorded for review, if any")
 
 
-class MergeOut(WireModel):
+class MergeOut(BaseModel):
     id: str | None = Field(None, description="Merge history id (None on a dry run)")
     source: str
     target: str
@@ -243,7 +242,7 @@ class MergeOut(WireModel):
     source_marked_merged: bool = False
 
 
-class MergeList(WireModel):
+class MergeList(BaseModel):
     results: list[MergeOut]
 
 
@@ -257,7 +256,7 @@ class SnapshotCreate(_Strict):
     description: str = Field("", max_length=2000)
 
 
-class SnapshotOut(WireModel):
+class SnapshotOut(BaseModel):
     name: str
     branch: str
     seq: int
@@ -266,7 +265,7 @@ class SnapshotOut(WireModel):
     description: str = ""
 
 
-class SnapshotList(WireModel):
+class SnapshotList(BaseModel):
     results: list[SnapshotOut]
 
 
@@ -280,7 +279,7 @@ class TimeTravelRequest(_Strict):
     top_k: int = Field(10, ge=1, le=100)
 
 
-class TimeTravelOut(WireModel):
+class TimeTravelOut(BaseModel):
     as_of: str | int
     seq: int = Field(description="The sequence number as_of resolved to")
     branch: str
@@ -290,7 +289,7 @@ class TimeTravelOut(WireModel):
 # --- the Claude merge judge's replies ---------------------------------------------
 
 
-class JudgeReply(WireModel):
+class JudgeReply(BaseModel):
     """What the merge judge answers for one conflict."""
 
     keep: Literal["source", "target", "both"]
@@ -298,7 +297,7 @@ class JudgeReply(WireModel):
     merged_text: str | None = Field(None, description="With keep=both: one fact stating both, if they combine")
 
 
-class ConsolidationReply(WireModel):
+class ConsolidationReply(BaseModel):
     """What the judge answers when squashing several facts about one subject."""
 
     text: str = Field(min_length=1)

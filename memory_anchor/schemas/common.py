@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.codebase import Freshness
 
 
-class RecordOut(WireModel):
+class RecordOut(BaseModel):
     """One version of any record (memory, observation, prompt, summary, fact, ...)."""
 
     model_config = ConfigDict(extra="allow")
@@ -43,7 +42,7 @@ class RecordOut(WireModel):
         None, description="A memory about code: its files compared with the working tree now (absent when it names none)")
 
 
-class ResultsPage(WireModel):
+class ResultsPage(BaseModel):
     results: list[dict[str, Any]]
     total: int | None = None
 

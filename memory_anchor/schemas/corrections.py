@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.common import NonBlank
 
 ItemKind = Literal["fact", "next_step"]
@@ -57,7 +56,7 @@ def item_ref(kind: ItemKind, item_id: str | int) -> str:
     return f"step {item_id}" if kind == "next_step" else f"fact {str(item_id)[:8]}"
 
 
-class _Strict(WireModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -85,7 +84,7 @@ class EditRequest(CorrectionBy):
     text: NonBlank = Field(max_length=5000)
 
 
-class CorrectionOut(WireModel):
+class CorrectionOut(BaseModel):
     """What a correction did."""
 
     kind: ItemKind
@@ -101,7 +100,7 @@ class CorrectionOut(WireModel):
     replaced_by: str | None = Field(None, description="An edited next step: the number of the step that replaces it")
 
 
-class ForgottenEntry(WireModel):
+class ForgottenEntry(BaseModel):
     """One correction: what was forgotten (or edited away), by whom, when and why."""
 
     id: int
@@ -116,12 +115,12 @@ class ForgottenEntry(WireModel):
     created_at: float
 
 
-class ClosedByCommit(WireModel):
+class ClosedByCommit(BaseModel):
     commit: str
     subject: str
 
 
-class NextStep(WireModel):
+class NextStep(BaseModel):
     """An open item: a next step a session left (closed when done, forgotten or edited)."""
 
     model_config = ConfigDict(extra="allow")
@@ -140,9 +139,9 @@ class NextStep(WireModel):
         None, description="A step a commit did: the commit (closed_by is 'commit:<sha>') and its subject")
 
 
-class NextStepsPage(WireModel):
+class NextStepsPage(BaseModel):
     results: list[NextStep]
 
 
-class ForgottenPage(WireModel):
+class ForgottenPage(BaseModel):
     results: list[ForgottenEntry]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from memory_anchor.schemas.base import WireModel
+from pydantic import BaseModel, Field
 
 
-class ErrorDetail(WireModel):
+class ErrorDetail(BaseModel):
     code: str
     message: str
 
 
-class ErrorResponse(WireModel):
+class ErrorResponse(BaseModel):
     """`{"error": {"code", "message"}, "detail"}` with a 4xx status for bad input, 5xx for our faults."""
 
     error: ErrorDetail

@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal, Union
 
 from memory_anchor.hookkit import origin
 from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
-from memory_anchor.schemas.base import WireModel
-from pydantic import ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
     "SessionStart",
@@ -34,7 +33,7 @@ AGENT_HEADER = "X-Memory-Anchor-Agent"
 # memory_anchor/hookkit/fields.py; tests/test_event_validation.py proves the two agree.
 
 
-class HookEvent(WireModel):
+class HookEvent(BaseModel):
     """What every hook payload carries."""
 
     model_config = ConfigDict(extra="allow", strict=True)
@@ -203,7 +202,7 @@ def json_types(model: type[HookEvent]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-class EventAccepted(WireModel):
+class EventAccepted(BaseModel):
     """202: the event is durably in the inbox (or was already)."""
 
     status: str = "accepted"
@@ -211,7 +210,7 @@ class EventAccepted(WireModel):
     duplicate: bool = False
 
 
-class ContextResponse(WireModel):
+class ContextResponse(BaseModel):
     """`GET /api/v1/context`: what SessionStart injects."""
 
     context: str
@@ -219,13 +218,13 @@ class ContextResponse(WireModel):
     sections: list[str] = []
 
 
-class RecallRequest(WireModel):
+class RecallRequest(BaseModel):
     prompt: str
     project: str | None = None
     session_id: str | None = None
     cwd: str | None = None
 
 
-class RecallResponse(WireModel):
+class RecallResponse(BaseModel):
     context: str
     results: list[dict] = []

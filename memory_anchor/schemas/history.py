@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
-
-from memory_anchor.schemas.base import WireModel
+from pydantic import BaseModel, ConfigDict, Field
 
 MAX_HISTORY_BATCH = 2000
 
 
-class HistoryEventIn(WireModel):
+class HistoryEventIn(BaseModel):
     """One hook event read from a transcript."""
 
     model_config = ConfigDict(extra="forbid")
@@ -28,7 +26,7 @@ class HistoryEventIn(WireModel):
     at: float | None = Field(None, ge=0, description="when it happened, epoch seconds (the transcript line's time)")
 
 
-class HistoryImportRequest(WireModel):
+class HistoryImportRequest(BaseModel):
     """`POST /api/v1/events/history`: a batch of events of Claude Code's history."""
 
     model_config = ConfigDict(extra="forbid")
@@ -37,12 +35,12 @@ class HistoryImportRequest(WireModel):
     claude: bool = Field(False, description="distil through Claude (spends the Claude allowance); default: locally")
 
 
-class RefusedEvent(WireModel):
+class RefusedEvent(BaseModel):
     index: int
     reason: str
 
 
-class HistoryImported(WireModel):
+class HistoryImported(BaseModel):
     """What became of a batch: new in the inbox, already there, or left out (and why)."""
 
     accepted: int = 0

@@ -10,15 +10,13 @@ The bridge is stdlib-only and writes these with `json`; the worker validates the
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
-
-from memory_anchor.schemas.base import WireModel
+from pydantic import BaseModel, ConfigDict, Field
 
 # Bumped when the handshake or the framing changes; the worker refuses others.
 BRIDGE_PROTOCOL = 1
 
 
-class BridgeHello(WireModel):
+class BridgeHello(BaseModel):
     """First line from the bridge."""
 
     model_config = ConfigDict(extra="ignore")
@@ -33,7 +31,7 @@ class BridgeHello(WireModel):
     agent: str = Field("", description="$MEMORY_ANCHOR_AGENT (the memory model's agent id)")
 
 
-class BridgeWelcome(WireModel):
+class BridgeWelcome(BaseModel):
     """The worker's one-line answer: ok, or why the session is refused."""
 
     ok: bool

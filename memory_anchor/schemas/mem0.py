@@ -11,20 +11,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.filters import TIME_RANGE, FilterObject, filters_field
 
 EntityType = Literal["user", "agent", "app", "run"]
 
 
-class _Lenient(WireModel):
+class _Lenient(BaseModel):
     # mem0's SDK grows options between releases; unknown ones must not break old workers.
     model_config = ConfigDict(extra="ignore")
 
 
-class Mem0Message(WireModel):
+class Mem0Message(BaseModel):
     role: str = Field("user", max_length=100)
     content: str = Field(description="The message text")
 
@@ -52,20 +51,20 @@ class Mem0AddRequest(_Lenient):
     version: Any = None
 
 
-class Mem0Event(WireModel):
+class Mem0Event(BaseModel):
     id: str
     memory: str
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     previous_memory: str | None = None
 
 
-class Mem0AddResponse(WireModel):
+class Mem0AddResponse(BaseModel):
     """mem0's v1.1 format."""
 
     results: list[Mem0Event]
 
 
-class Mem0Memory(WireModel):
+class Mem0Memory(BaseModel):
     """A memory as mem0's platform returns it."""
 
     id: str
@@ -96,7 +95,7 @@ class Mem0GetAllRequest(_Lenient):
     fields: Any = None
 
 
-class Mem0Page(WireModel):
+class Mem0Page(BaseModel):
     count: int = Field(description="How many memories match, over all pages")
     next: str | None = Field(None, description="URL of the next page")
     previous: str | None = Field(None, description="URL of the previous page")
@@ -120,7 +119,7 @@ class Mem0SearchRequest(_Lenient):
     metadata: Any = None
 
 
-class Mem0SearchResponse(WireModel):
+class Mem0SearchResponse(BaseModel):
     results: list[Mem0Memory]
 
 
@@ -133,7 +132,7 @@ class Mem0UpdateRequest(_Lenient):
     expiration_date: Any = Field(None, description="Accepted, not used")
 
 
-class Mem0HistoryEntry(WireModel):
+class Mem0HistoryEntry(BaseModel):
     id: str = Field(description="The version's id: <memory id>:<version>")
     memory_id: str
     event: Literal["ADD", "UPDATE", "DELETE"]
@@ -148,11 +147,11 @@ class Mem0HistoryEntry(WireModel):
     updated_at: str | None = None
 
 
-class Mem0Status(WireModel):
+class Mem0Status(BaseModel):
     message: str
 
 
-class Mem0Ping(WireModel):
+class Mem0Ping(BaseModel):
     """mem0's SDK needs an org and a project; a worker is one of each."""
 
     status: str = "ok"
@@ -162,7 +161,7 @@ class Mem0Ping(WireModel):
     user_email: str | None = None
 
 
-class Mem0Entity(WireModel):
+class Mem0Entity(BaseModel):
     id: str
     name: str
     type: EntityType
@@ -171,28 +170,28 @@ class Mem0Entity(WireModel):
     updated_at: str | None = None
 
 
-class Mem0EntityList(WireModel):
+class Mem0EntityList(BaseModel):
     count: int
     results: list[Mem0Entity]
 
 
-class Mem0BatchUpdateItem(WireModel):
+class Mem0BatchUpdateItem(BaseModel):
     memory_id: str = Field(min_length=1)
     text: str | None = Field(None, min_length=1, pattern=r"\S")
     metadata: dict[str, Any] | None = None
 
 
-class Mem0BatchUpdate(WireModel):
+class Mem0BatchUpdate(BaseModel):
     """`PUT /v1/batch/`: up to 1000 updates, all or none."""
 
     memories: list[Mem0BatchUpdateItem] = Field(min_length=1, max_length=1000)
 
 
-class Mem0BatchDeleteItem(WireModel):
+class Mem0BatchDeleteItem(BaseModel):
     memory_id: str = Field(min_length=1)
 
 
-class Mem0BatchDelete(WireModel):
+class Mem0BatchDelete(BaseModel):
     """`DELETE /v1/batch/`: up to 1000 deletions, all or none."""
 
     memories: list[Mem0BatchDeleteItem] = Field(min_length=1, max_length=1000)

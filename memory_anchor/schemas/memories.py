@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.common import NOT_BLANK_PATTERN
 from memory_anchor.schemas.filters import AsOf, FilterObject, Timestamp, filters_field
 
 
-class Message(WireModel):
+class Message(BaseModel):
     role: str = "user"
     content: str
 
 
-class AddMemoryRequest(WireModel):
+class AddMemoryRequest(BaseModel):
     """`POST /api/v1/memories`: `messages` or `content`, scoped by mem0 ids."""
 
     # The document says what _needs_text checks: messages (non-empty) or content (not blank).
@@ -52,18 +51,18 @@ class AddMemoryRequest(WireModel):
         return [("user", self.content or "")]
 
 
-class MemoryEvent(WireModel):
+class MemoryEvent(BaseModel):
     id: str
     memory: str
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     previous_memory: str | None = None
 
 
-class AddMemoryResponse(WireModel):
+class AddMemoryResponse(BaseModel):
     results: list[MemoryEvent]
 
 
-class SearchRequest(WireModel):
+class SearchRequest(BaseModel):
     """`POST /api/v1/memories/search`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -85,7 +84,7 @@ class SearchRequest(WireModel):
     run_id: str | None = None
 
 
-class UpdateMemoryRequest(WireModel):
+class UpdateMemoryRequest(BaseModel):
     """`PUT /api/v1/memories/{id}`: writes a new version."""
 
     model_config = ConfigDict(extra="forbid")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.common import NOT_BLANK_PATTERN, NonBlank, documented
 from memory_anchor.schemas.filters import AsOf, Timestamp
 
@@ -72,7 +71,7 @@ WRITABLE_LAYERS = (EVENT_LOG, VERIFIED_FACT)
 SEARCHABLE_LAYERS = (EVENT_LOG, VERIFIED_FACT, OPERATIONAL)
 
 
-class _Strict(WireModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -353,7 +352,7 @@ class OperationsReindex(_Strict):
 # --- fact extraction (what the model must reply) -------------------------------------
 
 
-class ExtractedFact(WireModel):
+class ExtractedFact(BaseModel):
     """One fact proposed by the model in the extraction step."""
 
     model_config = ConfigDict(extra="ignore")
@@ -365,7 +364,7 @@ class ExtractedFact(WireModel):
     quote: str | None = Field(None, max_length=2000, description="The user's own words a rule or decision stands on")
 
 
-class ExtractionReply(WireModel):
+class ExtractionReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     facts: list[ExtractedFact] = Field(default_factory=list, max_length=50)
@@ -374,7 +373,7 @@ class ExtractionReply(WireModel):
 FactAction = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
 
-class FactDecision(WireModel):
+class FactDecision(BaseModel):
     """The model's decision for one candidate against its similar existing facts.
     `target` is the short number the prompt gave an existing fact, never its id."""
 
@@ -392,7 +391,7 @@ class FactDecision(WireModel):
         return value.strip().upper() if isinstance(value, str) else value
 
 
-class DecisionReply(WireModel):
+class DecisionReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     decisions: list[FactDecision] = Field(default_factory=list)
@@ -410,7 +409,7 @@ class ExtractRequest(_Strict):
     branch: str | None = None
 
 
-class ExtractionOutcome(WireModel):
+class ExtractionOutcome(BaseModel):
     """What one extraction run did, for logs, tests and the API."""
 
     mode: Literal["claude", "local"]

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.filters import AsOf
 
 SUMMARY_MAX_CHARS = 200
@@ -62,7 +61,7 @@ def shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:.-") + "…"
 
 
-class ObservationDraft(WireModel):
+class ObservationDraft(BaseModel):
     """One compressed tool use, before it is stored (no id, no timestamps yet)."""
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
@@ -103,7 +102,7 @@ class ObservationDraft(WireModel):
         return "\n".join(p for p in parts if p)
 
 
-class SessionSummaryDraft(WireModel):
+class SessionSummaryDraft(BaseModel):
     """What a session was about, written at Stop/SessionEnd."""
 
     model_config = ConfigDict(extra="ignore")
@@ -143,7 +142,7 @@ class SessionSummaryDraft(WireModel):
         return self.render() or "Session with no recorded activity"
 
 
-class WriteObservationRequest(WireModel):
+class WriteObservationRequest(BaseModel):
     """`POST /api/v1/observations`: an observation an agent records on purpose.
 
     Tool uses are captured automatically; this is for what no tool shows: a
@@ -176,7 +175,7 @@ class WriteObservationRequest(WireModel):
         )
 
 
-class ObservationsBatch(WireModel):
+class ObservationsBatch(BaseModel):
     """`POST /api/v1/observations/batch`: full details for these record ids."""
 
     model_config = ConfigDict(extra="forbid")

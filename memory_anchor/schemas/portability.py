@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
-
-from memory_anchor.schemas.base import WireModel
+from pydantic import BaseModel, ConfigDict, Field
 
 EXPORT_FORMAT = "memory-anchor-export"
 EXPORT_FORMAT_VERSION = 1
@@ -29,7 +27,7 @@ EXPORT_MEDIA_TYPE = "application/x-ndjson"
 Scalar = str | int | float | bool | None | dict[str, str]
 
 
-class _Line(WireModel):
+class _Line(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -50,7 +48,7 @@ class ExportRow(_Line):
     row: dict[str, Scalar]
 
 
-class ExportedRecord(WireModel):
+class ExportedRecord(BaseModel):
     """The columns of a `records` row an import checks before writing it; the
     others are checked by SQLite's own constraints."""
 
@@ -73,7 +71,7 @@ class ExportEnd(_Line):
     rows: int = Field(ge=0, description="Number of row lines in the file")
 
 
-class ImportResult(WireModel):
+class ImportResult(BaseModel):
     imported: dict[str, int] = Field(description="Rows written per table")
     rows: int
     head_seq: int
@@ -81,7 +79,7 @@ class ImportResult(WireModel):
     seconds: float
 
 
-class ReindexResult(WireModel):
+class ReindexResult(BaseModel):
     indexed: int = Field(description="Record versions re-embedded")
     seconds: float
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory_anchor.schemas.base import WireModel
 from memory_anchor.schemas.codebase import Freshness
 from memory_anchor.schemas.corrections import ClosedByCommit
 
 
-class VerifyRequest(WireModel):
+class VerifyRequest(BaseModel):
     # One of project and cwd names what to walk: said in the schema too, so a client knows before asking.
     model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
         {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}} for name in ("project", "cwd")]})
@@ -27,7 +26,7 @@ class VerifyRequest(WireModel):
         return self
 
 
-class CheckedMemory(WireModel):
+class CheckedMemory(BaseModel):
     """One memory and what its code says of it now."""
 
     id: str
@@ -39,7 +38,7 @@ class CheckedMemory(WireModel):
     freshness: Freshness
 
 
-class StepDone(WireModel):
+class StepDone(BaseModel):
     """An open next step a commit did (closed with `fix`)."""
 
     id: int
@@ -47,7 +46,7 @@ class StepDone(WireModel):
     closed_by_commit: ClosedByCommit
 
 
-class VerifyReport(WireModel):
+class VerifyReport(BaseModel):
     project: str
     repository: str | None = Field(None, description="The working tree compared; None outside git")
     head: str | None = None
