@@ -160,8 +160,7 @@ class Services:
         self.embedder.embed(["warm up"])
         if self.shared_store:
             return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
-        never_written = getattr(self.vectors.store, "never_written", None)
-        if never_written is None or not never_written():
+        if not self.vectors.store.never_written():
             # 1-3 s of imports that touch no store: not waited for either. A new data dir has no
             # vectors to load: Chroma is imported with the first one written, on the indexing thread.
             import chromadb  # noqa: F401

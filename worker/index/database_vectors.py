@@ -90,6 +90,10 @@ class DatabaseVectorStore:
         """None: no snapshot file can be checked against a shared database; start-up reads the rows."""
         return None
 
+    def never_written(self) -> bool:
+        """False: whether the database holds vectors is known only by reading it (it needs no chromadb)."""
+        return False
+
     def release(self) -> None:
         """Nothing held open between calls (the database's pool is the database's)."""
 
