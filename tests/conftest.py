@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests import worker_forks
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["tests.fakes.fixtures"] if (ROOT / "tests" / "fakes" / "fixtures.py").exists() else []
@@ -60,7 +62,7 @@ def _no_developers_claude_cli(monkeypatch: pytest.MonkeyPatch) -> None:
 class RunningWorker:
     """A worker subprocess and what a test needs to talk to it."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen | worker_forks.ForkedWorker
     data_dir: Path
     port: int
     token: str
@@ -128,16 +130,23 @@ class RunningWorker:
 
 
 def start_worker(data_dir: Path, *, env: dict[str, str] | None = None, timeout: float = 60.0) -> RunningWorker:
-    """Start `python -m worker run` on a free port and wait until it answers."""
+    """Start the worker (`python -m worker run`) on a free port and wait until it answers.
+
+    It is forked from this process's worker forker (tests/worker_forks.py: the same worker, its
+    imports already made), or started as `python -m worker run` with TEST_WORKER_FORKS=0.
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
     info_path = data_dir / "worker.json"
     previous = info_path.read_text() if info_path.exists() else None
     env = env or worker_env(data_dir)
-    log = open(data_dir / "worker-test.log", "ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "worker", "run", "--data-dir", str(data_dir), "--port", "0"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    argv = ["run", "--data-dir", str(data_dir), "--port", "0"]
+    forker = worker_forks.forker()
+    if forker is not None:  # tests/worker_forks.py: the same worker, its imports already made
+        process = forker.spawn(argv, env=env, cwd=ROOT, log=data_dir / "worker-test.log")
+    else:
+        with open(data_dir / "worker-test.log", "ab") as log:
+            process = subprocess.Popen([sys.executable, "-m", "worker", *argv], cwd=ROOT, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -207,6 +216,10 @@ def _running(pid: int) -> bool:
 
 
 BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    worker_forks.close()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
