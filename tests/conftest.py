@@ -140,10 +140,9 @@ def start_worker(data_dir: Path, *, env: dict[str, str] | None = None, timeout: 
     previous = info_path.read_text() if info_path.exists() else None
     env = env or worker_env(data_dir)
     argv = ["run", "--data-dir", str(data_dir), "--port", "0"]
-    forker = worker_forks.forker()
-    if forker is not None:  # tests/worker_forks.py: the same worker, its imports already made
-        process = forker.spawn(argv, env=env, cwd=ROOT, log=data_dir / "worker-test.log")
-    else:
+    # tests/worker_forks.py: the same worker, forked with its imports already made
+    process = worker_forks.spawn(argv, env=env, cwd=ROOT, log=data_dir / "worker-test.log")
+    if process is None:
         with open(data_dir / "worker-test.log", "ab") as log:
             process = subprocess.Popen([sys.executable, "-m", "worker", *argv], cwd=ROOT, env=env, stdout=log,
                                        stderr=subprocess.STDOUT)  # fmt: skip

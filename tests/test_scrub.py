@@ -20,7 +20,7 @@ import pytest
 
 from memory_anchor import paths
 from tests.conftest import ROOT, start_worker, wait_for, worker_env
-from tests.test_secrets_at_rest import LEAVE_FREED, leaks
+from tests.test_secrets_at_rest import LEAVE_FREED, ROUNDS_TO_LEAK, leaks
 from worker.index.chroma_store import ChromaStore
 from worker.index.scrub import MARKER, ChromaScrub, _Header, scrub_chroma_dir
 from worker.index.vector_item import VectorItem
@@ -49,11 +49,11 @@ from worker.index import heap
 from worker.index.chroma_store import ChromaStore
 
 heap.configure_malloc()
-root, secret = Path(sys.argv[1]), sys.argv[2].encode()
+root, secret, attempts = Path(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
 
 store = ChromaStore(root)
 items = [item for page in store.iterate() for item in page]
-for attempt in range(12):
+for attempt in range(attempts):
     leave_freed(secret)
     store.add(items)
     store.release()
@@ -94,7 +94,8 @@ def make_leaky_data_dir(data_dir: Path) -> dict[str, list[tuple[str, float]]]:
         before = search_all(worker)
     finally:
         worker.stop()
-    written = subprocess.run([sys.executable, "-c", OLD_WORKER_WRITES, str(paths.chroma_path(data_dir)), SECRET],
+    chroma_dir = paths.chroma_path(data_dir)
+    written = subprocess.run([sys.executable, "-c", OLD_WORKER_WRITES, str(chroma_dir), SECRET, str(ROUNDS_TO_LEAK)],
                              cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert written.returncode == 0, written.stderr
     # Older versions wrote no marker: without one, a data dir is taken to be theirs.
@@ -163,7 +164,7 @@ def leaky_chroma(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     store.add([VectorItem(seq, rng.standard_normal(384).astype(np.float32), {"kind": "fact", "happened_at": 1.0})
                for seq in range(1, 9)])  # fmt: skip
     store.release()
-    written = subprocess.run([sys.executable, "-c", OLD_WORKER_WRITES, str(chroma_dir), SECRET],
+    written = subprocess.run([sys.executable, "-c", OLD_WORKER_WRITES, str(chroma_dir), SECRET, str(ROUNDS_TO_LEAK)],
                              cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert written.returncode == 0, written.stderr
     assert SECRET in leaks(chroma_dir, [SECRET])

@@ -234,8 +234,6 @@ class Forker:
     def spawn(self, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path, timeout: float = 60.0) -> ForkedWorker:
         request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
         with self._lock:  # one request at a time: its answer is the next pid
-            with self._changed:
-                self._spawned.clear()
             self._process.stdin.write((json.dumps(request) + "\n").encode())
             self._process.stdin.flush()
             with self._changed:
@@ -243,9 +241,9 @@ class Forker:
                     raise RuntimeError("the worker forker did not answer")
                 if not self._spawned:
                     raise RuntimeError("the worker forker exited")
-                answer = self._spawned.pop()
+                answer = self._spawned.pop(0)
         if "error" in answer:
-            raise RuntimeError(answer["error"])
+            raise RuntimeError(f"the worker forker cannot fork: {answer['error']}")
         return ForkedWorker(self, answer["pid"])
 
     def exit_code(self, pid: int, *, timeout: float | None) -> int | None:
@@ -276,20 +274,31 @@ class Forker:
 
 _forker: Forker | None = None
 _forker_lock = threading.Lock()
+_broken = ""  # why this process's forker could not fork a worker: then workers start plainly
 
 
-def forker() -> Forker | None:
-    """This pytest process's forker, started at first use; None when workers are to be started plainly."""
-    global _forker
-    if os.environ.get("TEST_WORKER_FORKS", "1") == "0" or not hasattr(os, "fork") or not Path("/proc/self/task").is_dir():
+def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> ForkedWorker | None:
+    """A worker forked from this pytest process's forker (started at first use), or None when
+    workers are to be started plainly: TEST_WORKER_FORKS=0, no fork (not Linux), or a forker
+    that could not fork (said once, as a warning in pytest's summary)."""
+    global _forker, _broken
+    if os.environ.get("TEST_WORKER_FORKS", "1") == "0" or not Path("/proc/self/task").is_dir() or _broken:
         return None
     with _forker_lock:
-        if _forker is None or not _forker.alive():
-            _forker = Forker()
-        return _forker
+        try:
+            if _forker is None or not _forker.alive():
+                _forker = Forker()
+            return _forker.spawn(argv, env=env, cwd=cwd, log=log)
+        except RuntimeError as exc:
+            import warnings
+
+            _broken = str(exc)
+            warnings.warn(f"workers start as `python -m worker run` from now on: {exc}", stacklevel=2)
+            return None
 
 
 def close() -> None:
+    """Stop this process's forker (at the end of the test session)."""
     if _forker is not None:
         _forker.close()
 
