@@ -5,13 +5,14 @@ and says how it ended as a process started with `python -m worker run` would."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
 import pytest
 
 from tests import worker_forks
-from tests.conftest import start_worker, worker_env
+from tests.conftest import ROOT, start_worker, worker_env
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="the forker needs Linux's /proc")
 
@@ -62,5 +63,22 @@ def test_without_forks_the_worker_is_started_as_python_m_worker_run(tmp_path, mo
     try:
         assert isinstance(worker.process, subprocess.Popen)
         assert worker.get("/api/health", token=None)["pid"] == worker.process.pid
+    finally:
+        assert worker.stop() == 0
+
+
+def test_a_worker_given_what_an_interpreter_reads_at_start_is_started_plainly(tmp_path):
+    """A fork has started long before: a PYTHONPATH of the test's own (here a sitecustomize) would
+    be ignored, so that worker is started as `python -m worker run`, and the file takes effect."""
+    import subprocess
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"open({str(site / 'read')!r}, 'w').close()\n")
+    data = tmp_path / "data"
+    worker = start_worker(data, env=worker_env(data, PYTHONPATH=f"{ROOT}{os.pathsep}{site}"))
+    try:
+        assert isinstance(worker.process, subprocess.Popen)
+        assert (site / "read").exists()
     finally:
         assert worker.stop() == 0

@@ -215,10 +215,9 @@ class Forker:
     """The test side of one forker process: `spawn` a worker, learn when it exits."""
 
     def __init__(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMORY_ANCHOR_", "CLAUDE_"))}
-        env["PYTHONPATH"] = str(ROOT)
+        self.env = _forker_env()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.worker_forks", _ROOM], cwd=ROOT, env=env,
+            [sys.executable, "-m", "tests.worker_forks", _ROOM], cwd=ROOT, env=self.env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )  # fmt: skip
         self._lock = threading.Lock()
@@ -277,12 +276,31 @@ _forker_lock = threading.Lock()
 _broken = ""  # why this process's forker could not fork a worker: then workers start plainly
 
 
+# What an interpreter reads as it starts (PYTHONPATH and sitecustomize, glibc's and the math
+# libraries' tuning): a forked worker would not. A test that sets one of these for its worker
+# (test_first_run blocks an import through sitecustomize) gets a worker started plainly.
+_READ_AT_START = ("PYTHON", "LD_", "MALLOC_", "GLIBC_", "OPENBLAS_", "OMP_", "MKL_")
+
+
+def _forker_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMORY_ANCHOR_", "CLAUDE_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _read_at_start(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_READ_AT_START)}
+
+
 def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> ForkedWorker | None:
     """A worker forked from this pytest process's forker (started at first use), or None when
-    workers are to be started plainly: TEST_WORKER_FORKS=0, no fork (not Linux), or a forker
-    that could not fork (said once, as a warning in pytest's summary)."""
+    it is to be started plainly: TEST_WORKER_FORKS=0, no /proc (not Linux), an environment that
+    an interpreter reads as it starts other than the forker's, or a forker that could not fork
+    (said once, as a warning in pytest's summary)."""
     global _forker, _broken
     if os.environ.get("TEST_WORKER_FORKS", "1") == "0" or not Path("/proc/self/task").is_dir() or _broken:
+        return None
+    if _read_at_start(env) != _read_at_start(_forker.env if _forker else _forker_env()):
         return None
     with _forker_lock:
         try:
