@@ -257,6 +257,9 @@ class Forker:
                 if "exited" in message:
                     self._exits[message["exited"]] = message["code"]
                 else:
+                    # A pid comes back in use after enough processes: an earlier worker's exit under
+                    # it is not this one's. (The forker answers a fork before it can reap the child.)
+                    self._exits.pop(message.get("pid"), None)
                     self._spawned.append(message)
                 self._changed.notify_all()
         with self._changed:

@@ -39,7 +39,7 @@ from tests.e2e.harness import (
     offered_tools,
     wait_for,
 )
-from tests.fakes.anthropic_server import FakeAnthropicServer
+from tests.fakes.anthropic_server import FakeAnthropicServer, last_user_prompt
 
 pytestmark = pytest.mark.e2e
 
@@ -174,6 +174,27 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
 def test_a_subagents_tool_use_is_kept_with_its_agent_and_the_outcome_waits_for_it(machine, fake_api, marker):
     """The model hands the marker command to a subagent, which 2.1.332 runs in the background: a
     first Stop comes while it works, then its notification's turn and the Stop after the work."""
+    scripted = fake_api.responder
+
+    def stop_received() -> bool:
+        inbox = machine.plugin_data() / "memory.sqlite3"
+        spool = machine.plugin_data() / "spool.jsonl"
+        if inbox.exists():
+            with sqlite3.connect(inbox) as db:
+                if db.execute("SELECT 1 FROM inbox WHERE event = 'Stop'").fetchone():
+                    return True
+        return spool.exists() and '"Stop"' in spool.read_text()
+
+    def subagent_waits_for_the_first_stop(request: dict) -> object:
+        # An agent quicker than the main conversation's Stop hook would be done before that Stop,
+        # which then names no background work: a session that really ended, not this test's case
+        # (seen once in a whole run of the suite). The agent's requests wait until the Stop is sent.
+        prompt = last_user_prompt(request)
+        if request.get("tools") and RUN_MARKER in prompt and DELEGATE_MARKER not in prompt:
+            wait_for(stop_received, 60, message="the main conversation's first Stop")
+        return scripted(request)
+
+    fake_api.responder = subagent_waits_for_the_first_stop
     machine.run(DELEGATE_MARKER)
     client, observation = session_one_observation(machine, marker)
     assert observation["data"]["subagent"]["type"] == "general-purpose" and observation["data"]["subagent"]["id"]
