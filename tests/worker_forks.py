@@ -129,6 +129,7 @@ def serve() -> int:
     selector = selectors.DefaultSelector()
     selector.register(requests, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
+    children: set[int] = set()
     pending = b""
 
     def answer(message: dict) -> None:
@@ -138,11 +139,12 @@ def serve() -> int:
         for key, _ in selector.select():
             if key.fd == wake_read:
                 os.read(wake_read, 4096)
-                _report_exits(answer)
+                _report_exits(answer, children)
                 continue
             chunk = os.read(requests, 65536)
             if not chunk:  # the pytest process is gone: so are its workers
-                _stop_children()
+                for pid in children:
+                    os.kill(pid, signal.SIGKILL)
                 return 0
             pending += chunk
             while b"\n" in pending:
@@ -151,10 +153,11 @@ def serve() -> int:
                 pid = os.fork()
                 if pid == 0:
                     _run_child(request, [requests, answers, wake_read, wake_write, selector.fileno()])
+                children.add(pid)
                 answer({"pid": pid})
 
 
-def _report_exits(answer) -> None:
+def _report_exits(answer, children: set[int]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -163,17 +166,8 @@ def _report_exits(answer) -> None:
         if pid == 0:
             return
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        children.discard(pid)
         answer({"exited": pid, "code": code})
-
-
-def _stop_children() -> None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, IndexError):
-                pass
 
 
 # --- the test side ----------------------------------------------------------------------------------
@@ -203,9 +197,6 @@ class ForkedWorker:
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
             os.kill(self.pid, sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -286,6 +277,8 @@ _READ_AT_START = ("PYTHON", "LD_", "MALLOC_", "GLIBC_", "OPENBLAS_", "OMP_", "MK
 
 
 def _forker_env() -> dict[str, str]:
+    # As worker_env (tests/conftest.py) does: the developer's keys stay out of the forker, whose
+    # environment is what /proc shows as every forked worker's first one.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMORY_ANCHOR_", "CLAUDE_"))}
     env["PYTHONPATH"] = str(ROOT)
     return env
