@@ -14,6 +14,6 @@ except BaseException:  # a broken plugin copy (or a too old python3) must not br
     import json  # stdout that opens with "{" must be valid JSON (Claude Code 2.1.248+), whatever the path holds
 
     print(json.dumps({"systemMessage": "Memory Anchor is off: its hooks cannot run with this python3 (%s); run: python3 "
-                      "%s/memory_anchor/doctor.py" % (sys.version.split()[0], sys.path[0].replace("\\", "/"))}))
+                      "%s/memory_anchor/hookkit/doctor.py" % (sys.version.split()[0], sys.path[0].replace("\\", "/"))}))
     sys.exit(0)
 main("SessionStart")

@@ -50,7 +50,7 @@ def _environment_restored():
 def _no_developers_claude_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process, the Claude Code CLI is found only where a test's `claude_cli_path` points:
     a test never spends the developer's own Claude Code login."""
-    from worker.llm import claude_cli
+    from memory_anchor.worker.llm import claude_cli
 
     real = claude_cli.locate
     monkeypatch.setattr(
@@ -130,10 +130,10 @@ class RunningWorker:
 
 
 def start_worker(data_dir: Path, *, env: dict[str, str] | None = None, timeout: float = 60.0) -> RunningWorker:
-    """Start the worker (`python -m worker run`) on a free port and wait until it answers.
+    """Start the worker (`python -m memory_anchor.worker run`) on a free port and wait until it answers.
 
     It is forked from this process's worker forker (tests/worker_forks.py: the same worker, its
-    imports already made), or started as `python -m worker run` with TEST_WORKER_FORKS=0.
+    imports already made), or started as `python -m memory_anchor.worker run` with TEST_WORKER_FORKS=0.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     info_path = data_dir / "worker.json"
@@ -144,7 +144,7 @@ def start_worker(data_dir: Path, *, env: dict[str, str] | None = None, timeout: 
     process = worker_forks.spawn(argv, env=env, cwd=ROOT, log=data_dir / "worker-test.log")
     if process is None:
         with open(data_dir / "worker-test.log", "ab") as log:
-            process = subprocess.Popen([sys.executable, "-m", "worker", *argv], cwd=ROOT, env=env, stdout=log,
+            process = subprocess.Popen([sys.executable, "-m", "memory_anchor.worker", *argv], cwd=ROOT, env=env, stdout=log,
                                        stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -360,12 +360,12 @@ def store_db(request, tmp_path):
     """The store on each backend: a real SQLite file, and a real PostgreSQL team database reached
     as a developer's own role (row-level security in force)."""
     if request.param == "sqlite":
-        from worker.store.db import Database
+        from memory_anchor.worker.store.db import Database
 
         database = Database(tmp_path / "memory.sqlite3")
     else:
         from tests.postgres import init_team_database, member_url
-        from worker.store.postgres.database import PostgresDatabase
+        from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
         cluster = request.getfixturevalue("postgres_cluster")
         name = init_team_database(cluster)

@@ -1,4 +1,4 @@
-"""A git repository in a tmp dir, driven with the real `git` (tests of worker/codebase and staleness)."""
+"""A git repository in a tmp dir, driven with the real `git` (tests of memory_anchor/worker/codebase and staleness)."""
 
 from __future__ import annotations
 

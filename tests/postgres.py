@@ -41,7 +41,7 @@ def init_team_database(cluster: Cluster) -> str:
     """
     import psycopg
 
-    from worker.store.postgres.schema import apply_schema
+    from memory_anchor.worker.store.postgres.schema import apply_schema
 
     if cluster.team_template is None:
         template = cluster.create_database()
@@ -55,7 +55,7 @@ def member_url(cluster: Cluster, database: str, role: str) -> str:
     """The URL a developer's worker uses: their own role, made a member as `storage add-member` does."""
     import psycopg
 
-    from worker.store.postgres.roles import add_member
+    from memory_anchor.worker.store.postgres.roles import add_member
 
     with psycopg.connect(cluster.url(database), autocommit=True) as conn:
         add_member(conn, role)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.store.atomic_write import replaced_atomically
+from memory_anchor.worker.store.atomic_write import replaced_atomically
 
 
 def test_the_new_content_replaces_the_old(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memory_anchor.bench import replay
-from worker.memory.outcomes import is_narration
+from memory_anchor.worker.memory.outcomes import is_narration
 
 DJANGO = Path("/work/shared/bench/replay/django")
 if not DJANGO.exists():
@@ -26,13 +26,13 @@ if not DJANGO.exists():
 pytestmark = pytest.mark.skipif(not DJANGO.exists(), reason="the django replay folder is not present")
 
 # Two earlier sessions whose patch holds a migration no Edit or Write made: their reproduce.py ran Django's
-# makemigrations, whose output says it wrote migrations/0001_initial.py (worker/pipeline/compress/shell_files.py).
+# makemigrations, whose output says it wrote migrations/0001_initial.py (memory_anchor/worker/pipeline/compress/shell_files.py).
 WRITTEN_BY_A_COMMAND = ("e312296a-4b59-57cc-834c-411c971a113b", "a91873d3-dcc5-5a61-9fbe-af87a5262947")
 
 
 def slice_of_django(folder: Path, last: int = 5) -> Path:
     """The last sessions of the django replay and the two above, with their probes: a folder bench replay reads."""
-    from worker.capture.history import session_files
+    from memory_anchor.worker.capture.history import session_files
 
     files = session_files(DJANGO).files
     chosen = [f for f in files if f.stem in WRITTEN_BY_A_COMMAND] + files[-last:]

@@ -22,7 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 
 pytestmark = pytest.mark.both_backends
 
@@ -232,7 +232,7 @@ def test_cli_and_mcp_tools(worker, tmp_path):
     mcp_env = {**env, "CLAUDE_PROJECT_DIR": PROJECT, "CLAUDE_CODE_SESSION_ID": "mcp-session"}
 
     async def calls():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server.server"], env=mcp_env, cwd=str(ROOT))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "memory_anchor.mcp.server"], env=mcp_env, cwd=str(ROOT))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()

@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.projects import project_for_cwd
-from memory_anchor.settings import Settings
+from memory_anchor.core.projects import project_for_cwd
+from memory_anchor.core.settings import Settings
 from tests.fakes.anthropic_server import json_reply
-from worker.branching import branches as registry
-from worker.branching import sessions, snapshots
-from worker.branching.diff import compute_diff
-from worker.branching.judge import ClaudeJudge
-from worker.branching.merge import MergeEngine
-from worker.context import ContextRequest
-from worker.context.branches import branch_section
-from worker.llm.client import ClaudeClient
-from worker.store.db import Database
-from worker.store.dialect import SQLITE, dialect_of
-from worker.store.records import NotFound, RecordError, Records, resolve_view, validate_branch_name
+from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.branching import sessions, snapshots
+from memory_anchor.worker.branching.diff import compute_diff
+from memory_anchor.worker.branching.judge import ClaudeJudge
+from memory_anchor.worker.branching.merge import MergeEngine
+from memory_anchor.worker.context import ContextRequest
+from memory_anchor.worker.context.branches import branch_section
+from memory_anchor.worker.llm.client import ClaudeClient
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.dialect import SQLITE, dialect_of
+from memory_anchor.worker.store.records import NotFound, RecordError, Records, resolve_view, validate_branch_name
 
 
 @pytest.fixture
@@ -357,8 +357,8 @@ def test_an_archived_branch_is_read_only_until_restored(db):
 def test_captured_events_of_an_archived_branch_go_to_its_nearest_writable_ancestor(db, caplog):
     from types import SimpleNamespace
 
-    from worker.capture.inbox import InboxEvent
-    from worker.pipeline.sessions import Sessions
+    from memory_anchor.worker.capture.inbox import InboxEvent
+    from memory_anchor.worker.pipeline.sessions import Sessions
 
     fork(db, "a")
     fork(db, "a/b", parent="a")
@@ -372,7 +372,7 @@ def test_captured_events_of_an_archived_branch_go_to_its_nearest_writable_ancest
     assert write_branch("s1", "a/b") == "a/b"
     archive(db, "a/b")
     archive(db, "a")
-    with caplog.at_level("WARNING", logger="worker.pipeline.sessions"):
+    with caplog.at_level("WARNING", logger="memory_anchor.worker.pipeline.sessions"):
         assert write_branch("s1") == "main"  # a known session
         assert write_branch("s2", "a/b") == "main"  # a new one sent there by MEMORY_ANCHOR_BRANCH
     assert "archived" in caplog.text and "'main'" in caplog.text

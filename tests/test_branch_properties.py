@@ -27,13 +27,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
-from worker.branching import branches as registry
-from worker.branching import snapshots
-from worker.branching.merge import MergeEngine
+from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.branching import snapshots
+from memory_anchor.worker.branching.merge import MergeEngine
 from tests.postgres import init_team_database, member_url
-from worker.store.db import Database
-from worker.store.postgres.database import PostgresDatabase
-from worker.store.records import Records, RecordError, resolve_view
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.postgres.database import PostgresDatabase
+from memory_anchor.worker.store.records import Records, RecordError, resolve_view
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 

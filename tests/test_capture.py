@@ -111,12 +111,12 @@ def test_secrets_never_reach_storage(worker):
 def test_a_block_malloc_hands_out_again_carries_no_earlier_bytes():
     """Why the test above once failed: Chroma writes its HNSW index's unused slots as malloc
     gave them, and they held an earlier request's body. The worker has glibc zero every block
-    it hands out (worker/index/heap.py); here a freed block full of a secret comes back zeroed."""
+    it hands out (memory_anchor/worker/index/heap.py); here a freed block full of a secret comes back zeroed."""
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("glibc only: elsewhere the worker's malloc is left as it is")
     probe = """
 import ctypes
-from worker.index import heap
+from memory_anchor.worker.index import heap
 heap.configure_malloc()
 heap.clear_reused_memory()
 libc = ctypes.CDLL("libc.so.6")
@@ -241,9 +241,9 @@ def test_spooled_events_are_ingested_at_start_and_on_request(tmp_path):
 def test_a_spooled_line_is_cut_at_newlines_only(tmp_path):
     """A garbage line with a stray carriage return is kept aside whole, as one line, and the
     valid line after it is ingested (text-mode reading would have made it two rejects)."""
-    from memory_anchor import paths
-    from worker.capture.inbox import Inbox
-    from worker.store.db import Database
+    from memory_anchor.core import paths
+    from memory_anchor.worker.capture.inbox import Inbox
+    from memory_anchor.worker.store.db import Database
 
     spool = tmp_path / "spool.jsonl"
     valid = json.dumps({"id": "after-cr", "payload": tool_use_event("cr", 1)})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.index.chroma_store import LEGACY_COLLECTION, SHARD_SEQS, ChromaStore, shard_name
-from worker.index.vector_item import VectorItem
+from memory_anchor.worker.index.chroma_store import LEGACY_COLLECTION, SHARD_SEQS, ChromaStore, shard_name
+from memory_anchor.worker.index.vector_item import VectorItem
 
 DIM = 384
 
@@ -108,7 +108,7 @@ def test_a_store_needs_somewhere_to_keep_vectors():
 NEW_DATA_DIR_LOADS = """
 import sys
 from pathlib import Path
-from worker.index.vectors import Vectors
+from memory_anchor.worker.index.vectors import Vectors
 
 path = Path(sys.argv[1])
 vectors = Vectors(path)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from worker.branching import branches
-from worker.index.search import SearchService
-from worker.memory.common import fts_query
-from worker.store import migrations
-from worker.store.cjk import grams, index_words, query_words
-from worker.store.db import Database
-from worker.store.records import Records, resolve_view
+from memory_anchor.worker.branching import branches
+from memory_anchor.worker.index.search import SearchService
+from memory_anchor.worker.memory.common import fts_query
+from memory_anchor.worker.store import migrations
+from memory_anchor.worker.store.cjk import grams, index_words, query_words
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import Records, resolve_view
 
 
 def put(db: Database, text: str, **values) -> dict:

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.settings import Settings
+from memory_anchor.core.settings import Settings
 from tests.conftest import tool_use_event
 from tests.e2e.harness import claude_or_skip, pinned_cli
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_reply, json_reply
-from worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
-from worker.pipeline.compress import claude as prompts
-from worker.pipeline.compress.local import compress_tool_use
-from worker.store.db import Database
+from memory_anchor.worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
+from memory_anchor.worker.pipeline.compress import claude as prompts
+from memory_anchor.worker.pipeline.compress.local import compress_tool_use
+from memory_anchor.worker.store.db import Database
 
 pytestmark = pytest.mark.e2e
 HELPER_KEY = "sk-ant-helper-login"

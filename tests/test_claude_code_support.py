@@ -1,6 +1,6 @@
 """The Claude Code versions the plugin supports, and what `memory-anchor doctor` says of the user's.
 
-The range starts at `memory_anchor.claude_code.OLDEST_SUPPORTED`, the e2e suite's
+The range starts at `memory_anchor.core.claude_code.OLDEST_SUPPORTED`, the e2e suite's
 oldest pin, and README says so. The doctor reads `claude --version` of the
 `claude` on PATH (the real pinned CLIs here) and the plugins the real CLI
 installed into a HOME, where another enabled plugin named memory-anchor leaves
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor import claude_code
+from memory_anchor.core import claude_code
 from tests.e2e.harness import PINS, claude_or_skip, copy_plugin, pinned_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def test_versions_compare_as_numbers():
 def doctor(tmp_path: Path, home: Path, path: str) -> list[str]:
     """The doctor's lines about Claude Code, run as a user runs it (plugin files, any python3)."""
     env = {"HOME": str(home), "PATH": path}
-    done = subprocess.run(["python3", "-S", str(ROOT / "memory_anchor" / "doctor.py"), "--data-dir", str(tmp_path / "data")],
+    done = subprocess.run(["python3", "-S", str(ROOT / "memory_anchor" / "hookkit" / "doctor.py"), "--data-dir", str(tmp_path / "data")],
                           env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     lines = done.stdout.splitlines()
     return [line + (" " + lines[i + 1].strip() if line.startswith("FAIL") else "")

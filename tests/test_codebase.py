@@ -1,4 +1,4 @@
-"""worker/codebase: a memory's files against real git repositories made here with the real `git`.
+"""memory_anchor/worker/codebase: a memory's files against real git repositories made here with the real `git`.
 
 Each test builds a small history (commits, renames, deletions, rewrites, branches) and checks
 what `CodeRecorder` keeps when a record is written and what `FreshnessChecker` says of it later.
@@ -14,9 +14,9 @@ import pytest
 
 from memory_anchor.schemas.codebase import CodeRef
 from tests.gitrepo import GitRepo
-from worker.codebase import git
-from worker.codebase.freshness import FreshnessChecker, mark, repo_for
-from worker.codebase.refs import CodeRecorder, paths_in_text, stored_refs, to_data
+from memory_anchor.worker.codebase import git
+from memory_anchor.worker.codebase.freshness import FreshnessChecker, mark, repo_for
+from memory_anchor.worker.codebase.refs import CodeRecorder, paths_in_text, stored_refs, to_data
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -228,7 +228,7 @@ def test_an_unknown_base_commit_is_changed_without_a_count(tmp_path):
 def test_a_commit_between_sessions_is_asked_of_git_before_the_next_briefing(tmp_path):
     """`Codebase.warm` (the worker runs it every few seconds) asks the history a check will need once
     HEAD moved, so the SessionStart after a commit starts no git process."""
-    from worker.codebase.service import Codebase
+    from memory_anchor.worker.codebase.service import Codebase
 
     p = make_project(tmp_path)
     p.write("app/cart.py", CART)
@@ -247,7 +247,7 @@ def test_a_commit_between_sessions_is_asked_of_git_before_the_next_briefing(tmp_
 
 def test_an_edit_keeps_the_lines_it_changed_not_the_lines_around_them(tmp_path):
     """Claude's Edit repeats unchanged lines to anchor itself; a later change of those is not a change of the fix."""
-    from worker.codebase.refs import edit_texts
+    from memory_anchor.worker.codebase.refs import edit_texts
 
     old = "def total(items):\n    return sum(item.price for item in items)\n# the cart's total\n"
     new = "def total(items):\n    return sum(item.price * item.quantity for item in items)\n# the cart's total\n"

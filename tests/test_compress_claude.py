@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.settings import Settings
+from memory_anchor.core.settings import Settings
 from tests.fakes.anthropic_server import error_reply, json_reply, request_text, text_reply
-from worker.llm.client import ClaudeClient
-from worker.pipeline.compress import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, local
-from worker.store.db import Database
+from memory_anchor.worker.llm.client import ClaudeClient
+from memory_anchor.worker.pipeline.compress import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, local
+from memory_anchor.worker.store.db import Database
 
 SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 

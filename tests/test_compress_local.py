@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_anchor.schemas.observations import SUMMARY_MAX_CHARS, TYPE_TO_LAYER, ObservationDraft
-from worker.pipeline.compress import local
+from memory_anchor.worker.pipeline.compress import local
 
 
 def payload(tool_name, tool_input, tool_response, **extra):

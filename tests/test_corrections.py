@@ -21,7 +21,7 @@ import pytest
 
 from memory_anchor.schemas.corrections import ItemRefError, parse_item_ref
 from tests.conftest import ROOT
-from worker.memory.forgotten import Forgotten
+from memory_anchor.worker.memory.forgotten import Forgotten
 
 pytestmark = pytest.mark.both_backends
 
@@ -307,7 +307,7 @@ def test_claude_forgets_and_edits_through_the_mcp_tools(shared_worker, tmp_path)
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from memory_anchor.projects import project_for_cwd
+    from memory_anchor.core.projects import project_for_cwd
 
     root = tmp_path / "shop"
     root.mkdir()
@@ -322,7 +322,7 @@ def test_claude_forgets_and_edits_through_the_mcp_tools(shared_worker, tmp_path)
                CLAUDE_CODE_SESSION_ID="mcp-1", PYTHONPATH=str(ROOT))  # fmt: skip
 
     async def session():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server.server"], env=env, cwd=str(ROOT))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "memory_anchor.mcp.server"], env=env, cwd=str(ROOT))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as client:
                 await client.initialize()

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import start_worker, tool_use_event
 from tests.test_hooks import hook_env, run_hook, spool_lines
-from worker.store.disk import RESERVE_BYTES, DiskGuard, is_storage_full
+from memory_anchor.worker.store.disk import RESERVE_BYTES, DiskGuard, is_storage_full
 
 FS_SIZE = "96m"
 
@@ -143,7 +143,7 @@ def test_the_guard_frees_its_reserve_logs_once_and_notices_recovery(tmp_path: Pa
     guard = DiskGuard(tmp_path, tmp_path / "logs")
     guard.keep_reserve()
     assert guard.reserve.stat().st_size == RESERVE_BYTES
-    with caplog.at_level("INFO", logger="worker.store.disk"):
+    with caplog.at_level("INFO", logger="memory_anchor.worker.store.disk"):
         guard.report(OSError(errno.ENOSPC, "No space left on device"), "POST /api/v1/events")
         guard.report(OSError(errno.ENOSPC, "No space left on device"), "POST /api/v1/events")
         assert not guard.reserve.exists()

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from worker.index.embeddings import DIMENSION, Embedder, EmbeddingError
+from memory_anchor.worker.index.embeddings import DIMENSION, Embedder, EmbeddingError
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit import fields
 from memory_anchor.schemas.events import EVENT_MODELS, HOOK_EVENTS, event_refusal, json_types
 from tests.conftest import tool_use_event, wait_for

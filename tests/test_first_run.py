@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit import launcher, pythons, spool, status
-from memory_anchor.processes import ALREADY_RUNNING_EXIT
+from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
 from tests.conftest import ROOT, tool_use_event
 from tests.test_hooks import EVENTS, HOOKS, base_payload, spool_lines
 
@@ -149,7 +149,7 @@ def test_only_python_39_the_user_is_told_once_per_session_and_events_are_kept(tm
     second = session_start_output(env, "s2")
     message = second["systemMessage"]
     assert message.startswith("Memory Anchor is off: it needs Python 3.10+, found 3.9 (")
-    assert "events are kept" in message and "memory_anchor/doctor.py" in message
+    assert "events are kept" in message and "memory_anchor/hookkit/doctor.py" in message
     assert "\n" not in message
     assert "is off: it needs Python 3.10+" in second["hookSpecificOutput"]["additionalContext"]
     names = [e["payload"]["hook_event_name"] for e in spool_lines(data)]
@@ -308,7 +308,7 @@ def test_the_worker_runs_without_the_kubernetes_client(tmp_path):
 def test_doctor_with_only_python_39(tmp_path):
     data = tmp_path / "data"
     env = machine_env(tmp_path / "home", shims(tmp_path / "bin", python3=PY39), data)
-    result = subprocess.run(["python3", "-S", str(ROOT / "memory_anchor" / "doctor.py"), "--data-dir", str(data)],
+    result = subprocess.run(["python3", "-S", str(ROOT / "memory_anchor" / "hookkit" / "doctor.py"), "--data-dir", str(data)],
                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
@@ -335,7 +335,7 @@ def test_doctor_reports_a_failed_build_with_its_fix(tmp_path):
     data.mkdir()
     status.record_failure(str(data), launcher.plugin_version(str(ROOT)), "the disk is full", "free some disk space", "OSError 28")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_ANCHOR_")}
-    result = subprocess.run(["python3", "-S", str(ROOT / "memory_anchor" / "doctor.py"), "--data-dir", str(data)],
+    result = subprocess.run(["python3", "-S", str(ROOT / "memory_anchor" / "hookkit" / "doctor.py"), "--data-dir", str(data)],
                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert "FAIL  environment: building it failed: the disk is full" in result.stdout
     assert "      fix: free some disk space; then rebuild now: python3 -S -m memory_anchor.hookkit.bootstrap" in result.stdout

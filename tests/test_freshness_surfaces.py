@@ -32,7 +32,7 @@ def _read(worker, root: str, session: str, path: str, content: str, n: int) -> N
 
 
 async def _mcp(env: dict[str, str], calls):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server.server"], env=env, cwd=str(ROOT))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memory_anchor.mcp.server"], env=env, cwd=str(ROOT))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

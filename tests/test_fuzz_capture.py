@@ -30,12 +30,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit import spool as hook_spool
 from memory_anchor.hookkit.fields import FIELD_TYPES, MAX_DEPTH, json_type
 from memory_anchor.schemas.events import EVENT_ID_HEADER, HOOK_EVENTS
 from tests.conftest import tool_use_event, wait_for
-from worker.capture.inbox import dedup_key
+from memory_anchor.worker.capture.inbox import dedup_key
 
 # A real worker shrinks badly (each try is a batch of HTTP posts), so no shrinking:
 # a failure reports the event that broke an invariant as it was generated.

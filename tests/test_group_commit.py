@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from worker.capture.inbox import Arrival, Inbox
-from worker.pipeline import drain as pipeline_module
-from worker.pipeline.drain import Pipeline
-from worker.store.db import Database
-from worker.store.group_commit import GroupCommit
+from memory_anchor.worker.capture.inbox import Arrival, Inbox
+from memory_anchor.worker.pipeline import drain as pipeline_module
+from memory_anchor.worker.pipeline.drain import Pipeline
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.group_commit import GroupCommit
 
 
 async def run_inline(func, *args):
@@ -154,8 +154,8 @@ def test_a_steady_stream_still_lets_the_pipeline_run(quick_pipeline):
 
 
 def test_a_run_of_prompts_and_tool_uses_commits_once_and_a_failing_event_is_rolled_back_alone(tmp_path: Path, monkeypatch):
-    from memory_anchor.settings import load_settings
-    from worker.services import Services
+    from memory_anchor.core.settings import load_settings
+    from memory_anchor.worker.services import Services
 
     services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.capture.history import (
+from memory_anchor.worker.capture.history import (
     claude_projects_dir,
     history_dirs,
     project_slug,
@@ -228,7 +228,7 @@ def test_a_resumed_sessions_file_is_filed_under_the_conversation_it_continues(tm
 
 
 def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):
-    from worker.capture.history_offer import importable_sessions
+    from memory_anchor.worker.capture.history_offer import importable_sessions
 
     # What a caller sends as transcript_path is listed only when it is a folder (never raised on).
     assert importable_sessions(None, "/no/such/folder/s.jsonl", "s", tmp_path) == 0

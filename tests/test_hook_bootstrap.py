@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor import paths
-from memory_anchor.version import __version__
+from memory_anchor.core import paths
+from memory_anchor.core.version import __version__
 from memory_anchor.hookkit import launcher, wire
 from tests.conftest import ROOT
 from tests.venvs import copy_venv
@@ -106,7 +106,7 @@ def make_tiny_plugin(root: Path, version: str) -> None:
     (root / "worker" / "__init__.py").write_text(f"VERSION = {version!r}\n")
     (root / "worker" / "__main__.py").write_text(textwrap.dedent("""
         import json, os, sys, time
-        import worker
+        import memory_anchor.worker
         data = sys.argv[sys.argv.index("--data-dir") + 1]
         with open(os.path.join(data, "started.jsonl"), "a") as f:
             f.write(json.dumps({"version": worker.VERSION, "python": sys.executable}) + "\\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memory_anchor.hookkit import origin
-from memory_anchor.projects import project_for_cwd
+from memory_anchor.core.projects import project_for_cwd
 from memory_anchor.schemas.events import accepted_event, typed_by_person
 from tests.conftest import ROOT
 from tests.test_hooks import hook_env, run_hook
@@ -128,7 +128,7 @@ def test_a_subagents_tool_use_is_kept_with_its_agent(worker, version):
     assert by_command["ls"]["data"]["subagent"] == {"id": agent, "type": "general-purpose"}
     assert "subagent" not in by_command["echo hi"]["data"]  # the main conversation's own
 
-    from mcp_server import render
+    from memory_anchor.mcp import render
 
     line = render.index_line(render.record(by_command["ls"]))
     assert "| by subagent general-purpose |" in line

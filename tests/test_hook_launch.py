@@ -102,7 +102,7 @@ def test_a_detached_event_is_spooled_when_no_worker_answers(tmp_path):
 
 def test_session_start_still_prints_its_context(tmp_path):
     """The events Claude Code waits on are never detached: their output is what it waits for."""
-    from memory_anchor.projects import context_cache_path, project_for_cwd
+    from memory_anchor.core.projects import context_cache_path, project_for_cwd
 
     cwd = tmp_path / "proj"
     cwd.mkdir()

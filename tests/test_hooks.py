@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor import paths
-from memory_anchor.projects import context_cache_path, project_for_cwd
+from memory_anchor.core import paths
+from memory_anchor.core.projects import context_cache_path, project_for_cwd
 from tests.conftest import ROOT, tool_use_event
 
 HOOKS = ROOT / "hooks"
@@ -253,7 +253,7 @@ def test_spooled_events_reach_the_worker_the_hook_starts(tmp_path):
     try:
         # Once up, the next hook goes straight through.
         assert run_hook("PostToolUse", tool_use_event("cold", 2, cwd=str(ROOT)), env).returncode == 0
-        from memory_anchor.client import WorkerClient
+        from memory_anchor.client.worker_client import WorkerClient
 
         client = WorkerClient(data, autostart=False)
         deadline = time.monotonic() + 60

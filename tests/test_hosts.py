@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from worker.api.hosts import allowed_hosts, host_name
+from memory_anchor.worker.api.hosts import allowed_hosts, host_name
 
 
 def send(worker, path: str, headers: dict[str, str], method: str = "GET", body: bytes | None = None):

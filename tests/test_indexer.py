@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory_anchor import paths
-from worker.index.embeddings import Embedder
-from worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, Indexer, embedding_text
-from worker.index.vectors import Vectors
-from worker.store.db import Database
-from worker.store.records import Records
+from memory_anchor.core import paths
+from memory_anchor.worker.index.embeddings import Embedder
+from memory_anchor.worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, Indexer, embedding_text
+from memory_anchor.worker.index.vectors import Vectors
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import Records
 
 PROJECT = "/home/dev/shop"
 

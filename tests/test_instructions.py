@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.memory.instructions import HEDGED, standing_statements
+from memory_anchor.worker.memory.instructions import HEDGED, standing_statements
 
 
 def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
@@ -105,7 +105,7 @@ def test_claudes_rule_stands_on_the_quoted_sentence_and_says_no_more_than_it():
     """The source rule for Claude's proposals (provenance.check): its quote must be the user's own
     sentence, and the rule may reword it (a Chinese paraphrase shares the user's characters, not
     their bigrams) but not add to it."""
-    from worker.memory.provenance import Prompt, check
+    from memory_anchor.worker.memory.provenance import Prompt, check
 
     said = "不要再用 flake8 了，统一用 ruff。"
     prompts = [Prompt("/orders 接口返回的时间不对，帮我查一下。以后提交前都要先运行 ruff check。"), Prompt(said)]

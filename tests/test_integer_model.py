@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.index import integer_model
-from worker.index.embeddings import MODEL_SHA256, Embedder, default_model_path
+from memory_anchor.worker.index import integer_model
+from memory_anchor.worker.index.embeddings import MODEL_SHA256, Embedder, default_model_path
 
 SENTENCES = [
     "The payment webhook handler timed out under load; we added an idempotency key.",

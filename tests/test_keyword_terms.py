@@ -1,4 +1,4 @@
-"""Both backends index the same keyword terms for the same text (worker/store/terms.py).
+"""Both backends index the same keyword terms for the same text (memory_anchor/worker/store/terms.py).
 
 SQLite's terms are read back from its own index (fts5vocab over records_fts);
 PostgreSQL's from record_terms. Keyword recall follows the terms, so BM25 on
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from worker.store.dialect import SQLITE, dialect_of
-from worker.store.records import Records
-from worker.store.terms import stem, tokens, tsvector_literal
+from memory_anchor.worker.store.dialect import SQLITE, dialect_of
+from memory_anchor.worker.store.records import Records
+from memory_anchor.worker.store.terms import stem, tokens, tsvector_literal
 
 TEXTS = {
     "english": "Meetings were running late; the café's décor impressed Ada's teammates.",
@@ -26,7 +26,7 @@ TEXTS = {
 def members(postgres_cluster):
     """The store as members of one fresh team database: `alice, bob = members("alice", "bob")`."""
     from tests.postgres import init_team_database, member_url
-    from worker.store.postgres.database import PostgresDatabase
+    from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
     name = init_team_database(postgres_cluster)
     opened = []
@@ -95,9 +95,9 @@ CORPUS = [
 def test_bm25_in_postgresql_scores_like_fts5(tmp_path, postgres_cluster):
     """Same terms, same formula, same constants: the same ranking and the same scores."""
     from tests.postgres import init_team_database, member_url
-    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
-    from worker.store.db import Database
-    from worker.store.postgres.database import PostgresDatabase
+    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.db import Database
+    from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
     name = init_team_database(postgres_cluster)
     backends = [Database(tmp_path / "m.sqlite3"), PostgresDatabase(member_url(postgres_cluster, name, "dev"))]
@@ -123,7 +123,7 @@ def test_bm25_in_postgresql_scores_like_fts5(tmp_path, postgres_cluster):
 
 def test_term_statistics_count_only_what_the_reader_may_see(members):
     """A private row's words show nowhere for another member, not even as a document count."""
-    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
 
     alice, bob = members("alice", "bob")
     with alice.transaction() as conn:
@@ -181,7 +181,7 @@ def test_postings_hold_each_terms_frequency_per_column_and_leave_with_their_bran
     """record_postings, which BM25 reads on PostgreSQL, are derived from the term vector the worker
     writes: one row per term with its count in text, title and thread context; a deleted branch
     takes them and their statistics with its records."""
-    from worker.branching import branches
+    from memory_anchor.worker.branching import branches
 
     (alice,) = members("alice")
     with alice.transaction() as conn:
@@ -210,7 +210,7 @@ def test_postings_hold_each_terms_frequency_per_column_and_leave_with_their_bran
 def test_a_word_matched_in_own_words_only_counts_no_hit_in_the_thread_context(members):
     """As FTS5 counts a column-filtered phrase: the context's hits of an own-words-only term do not
     add to its frequency, so two records with the same own words score alike."""
-    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
 
     (alice,) = members("alice")
     with alice.transaction() as conn:
@@ -227,7 +227,7 @@ def test_a_word_matched_in_own_words_only_counts_no_hit_in_the_thread_context(me
 
 
 def test_the_speaker_check_finds_only_records_the_reader_may_see(members):
-    from worker.index.keywords import keyword_index
+    from memory_anchor.worker.index.keywords import keyword_index
 
     alice, bob = members("alice", "bob")
     with alice.transaction() as conn:
@@ -246,10 +246,10 @@ def test_upgrading_to_postings_indexes_the_records_already_written(postgres_clus
     import psycopg
 
     from memory_anchor.cli.main import main
-    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
-    from worker.store.postgres.database import Connection, PostgresDatabase
-    from worker.store.postgres.roles import add_member
-    from worker.store.postgres.schema import MIGRATIONS, apply_schema
+    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.postgres.database import Connection, PostgresDatabase
+    from memory_anchor.worker.store.postgres.roles import add_member
+    from memory_anchor.worker.store.postgres.schema import MIGRATIONS, apply_schema
 
     before = [name for name, _ in MIGRATIONS].index("0009_keyword_postings")
     database = postgres_cluster.create_database()

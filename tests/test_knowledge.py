@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from worker.memory.cues import covers
-from worker.memory.instructions import standing_statements
-from worker.memory.outcomes import session_outcome
-from worker.memory.open_items import OpenItems
-from worker.memory.text import clip, is_boundary
+from memory_anchor.worker.memory.cues import covers
+from memory_anchor.worker.memory.instructions import standing_statements
+from memory_anchor.worker.memory.outcomes import session_outcome
+from memory_anchor.worker.memory.open_items import OpenItems
+from memory_anchor.worker.memory.text import clip, is_boundary
 
 
 @pytest.mark.parametrize("prompt, kind, replaces", [
@@ -146,7 +146,7 @@ def test_next_steps_nobody_reaffirms_age_out_of_the_briefing(store_db):
 
 @pytest.fixture
 def model(store_db):
-    from worker.memory import MemoryModel
+    from memory_anchor.worker.memory import MemoryModel
 
     return MemoryModel(store_db)
 
@@ -154,8 +154,8 @@ def model(store_db):
 def _briefing(model, project="/p", budget=3000):
     from types import SimpleNamespace
 
-    from memory_anchor.settings import Settings
-    from worker.context import ContextRequest, build_context
+    from memory_anchor.core.settings import Settings
+    from memory_anchor.worker.context import ContextRequest, build_context
 
     request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=budget)
     return build_context(request, model.db.reader())
@@ -163,7 +163,7 @@ def _briefing(model, project="/p", budget=3000):
 
 def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
     from memory_anchor.schemas.memory_model import FactIn, IdentityWrite
-    from worker.store.records import Records
+    from memory_anchor.worker.store.records import Records
 
     for n in range(12):
         model.identity.add(IdentityWrite(content=f"Identity item {n}: " + "a long standing goal " * 15, confirmations=3,
@@ -188,7 +188,7 @@ def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
 
 
 def test_a_change_of_mind_supersedes_the_rule_locally(model):
-    from worker.memory.extraction import Material
+    from memory_anchor.worker.memory.extraction import Material
 
     model.extract(Material(source="prompt", text="We use black for formatting.", project="/p", source_id="prompt-1"))
     outcome = model.extract(Material(source="prompt", text="From now on we format with ruff format instead of black.",
@@ -201,7 +201,7 @@ def test_a_change_of_mind_supersedes_the_rule_locally(model):
 
 
 def test_a_captured_file_creation_is_never_a_fact(model):
-    from worker.memory.extraction import Material
+    from memory_anchor.worker.memory.extraction import Material
 
     created = {"kind": "observation", "type": "feature", "tool_use_id": "toolu_1",
                "data": {"tool_name": "Write", "summary": "Created app/session_store.py (3 lines); starts `import redis`"}}  # fmt: skip
@@ -213,7 +213,7 @@ def test_a_captured_file_creation_is_never_a_fact(model):
 def test_rules_from_imported_history_are_ordered_by_when_said_and_fresh_on_the_day_of_import(model):
     """Imported history is years old: its statements keep their order (the later one supersedes),
     but memory only just learned them, so the briefing does not call them unverified."""
-    from worker.memory.extraction import Material
+    from memory_anchor.worker.memory.extraction import Material
 
     two_years_ago = time.time() - 730 * 86400
     model.extract(Material(source="prompt", text="We use black for formatting.", project="/p",

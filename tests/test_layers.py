@@ -9,11 +9,11 @@ import ast
 
 from tests.conftest import ROOT
 
-WORKER = ROOT / "worker"
+WORKER = ROOT / "memory_anchor" / "worker"
 
 # Bottom to top. A module may import its own package and any layer below its own.
 LAYERS = [
-    {"store", "lifecycle"},
+    {"store"},
     {"capture", "index", "llm", "codebase"},
     {"memory"},
     {"branching"},
@@ -47,13 +47,14 @@ def worker_imports():
                 targets = [a.name for a in node.names]
             else:
                 continue
-            found.update(t for t in targets if t in modules and t != name and t != "worker")
+            found.update(t for t in targets if t in modules and t != name and t != "memory_anchor.worker")
         graph[name] = found
     return graph
 
 
 def layer(module):
-    return module.split(".")[1] if module.count(".") else None
+    parts = module.split(".")  # memory_anchor.worker.<layer>...
+    return parts[2] if len(parts) > 2 else None
 
 
 def test_every_worker_part_has_a_layer():

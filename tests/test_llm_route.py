@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.settings import Settings
+from memory_anchor.core.settings import Settings
 from tests.test_hooks import base_payload, hook_env, run_hook, spool_lines
-from worker.llm import claude_cli
-from worker.llm.claude_cli import CliCallError, CliStatus, locate, parse_result
-from worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
-from worker.llm.route import choose_route
-from worker.store.db import Database
+from memory_anchor.worker.llm import claude_cli
+from memory_anchor.worker.llm.claude_cli import CliCallError, CliStatus, locate, parse_result
+from memory_anchor.worker.llm.client import ClaudeClient, LLMError, LLMUnavailable
+from memory_anchor.worker.llm.route import choose_route
+from memory_anchor.worker.store.db import Database
 
 REAL_LOCATE = locate  # tests/conftest.py hides the developer's CLI from other tests; these test the search itself
 LOGGED_IN = CliStatus("/opt/claude/bin/claude", "PATH", version="2.1.197", logged_in=True, auth="claude.ai")

@@ -1,4 +1,4 @@
-"""The stdio bridge (mcp_server/bridge.py) under faults, through the real `mcp` client.
+"""The stdio bridge (memory_anchor/mcp/bridge.py) under faults, through the real `mcp` client.
 
 The bridge is what .mcp.json starts: a stdlib process that relays JSON-RPC to
 the worker's MCP endpoint. When the worker restarts, the session keeps
@@ -29,9 +29,9 @@ def _text(result) -> str:
 
 
 def _bridge(env: dict[str, str], **limits: float) -> StdioServerParameters:
-    """The bridge as .mcp.json runs it (`python3 -S mcp_server/server.py`), its waits shortened."""
+    """The bridge as .mcp.json runs it (`python3 -S memory_anchor/mcp/server.py`), its waits shortened."""
     if not limits:
-        return StdioServerParameters(command="python3", args=["-S", str(ROOT / "mcp_server" / "server.py")],
+        return StdioServerParameters(command="python3", args=["-S", str(ROOT / "memory_anchor" / "mcp" / "server.py")],
                                      env=env, cwd=str(ROOT))  # fmt: skip
     settings = "; ".join(f"bridge.{name} = {value}" for name, value in limits.items())
     code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from mcp_server import bridge; {settings}; sys.exit(bridge.main())"

@@ -64,9 +64,9 @@ def test_proposal_approval_flow(worker):
 
 def test_layers_over_http(worker):
     now = time.time()
-    event = worker.post("/api/v1/event-log", {"content": "Fixed the empty-query crash", "when": now - 60, "where": "worker/search.py",
+    event = worker.post("/api/v1/event-log", {"content": "Fixed the empty-query crash", "when": now - 60, "where": "memory_anchor/worker/search.py",
                                                "who": ["claude-code"], "project": PROJECT, "ttl_days": 30}, expect=201, headers=AGENT)
-    assert event["status"] == "active" and event["record"]["data"]["where"] == "worker/search.py"
+    assert event["status"] == "active" and event["record"]["data"]["where"] == "memory_anchor/worker/search.py"
     status, body = worker.request("POST", "/api/v1/event-log", {"content": "no when", "project": PROJECT})
     assert status == 422 and "when" in body["error"]["message"]
     found = worker.post("/api/v1/event-log/search", {"query": "what did we fix today", "project": PROJECT})["results"]

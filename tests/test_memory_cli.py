@@ -70,7 +70,7 @@ def test_approvals_and_conflicts_commands(worker):
 
 def test_triple_confirmation_prompts(monkeypatch):
     from memory_anchor.cli import human
-    from memory_anchor.client import WorkerError
+    from memory_anchor.client.worker_client import WorkerError
 
     monkeypatch.setattr(human.sys.stdin, "isatty", lambda: True, raising=False)
     answers = iter(["y", "yes", "y"])

@@ -10,11 +10,11 @@ import pytest
 
 from memory_anchor.schemas.memories import AddMemoryRequest
 from memory_anchor.schemas.memory_model import ConflictResolve, Decision, FactIn
-from memory_anchor.settings import Settings
-from worker.llm.client import ClaudeClient
-from worker.memory import Material, MemoryModel
-from worker.store.db import Database
-from worker.store.records import Records, resolve_view
+from memory_anchor.core.settings import Settings
+from memory_anchor.worker.llm.client import ClaudeClient
+from memory_anchor.worker.memory import Material, MemoryModel
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import Records, resolve_view
 
 from tests.memory_clock import facts_verified_at
 
@@ -174,7 +174,7 @@ def test_malformed_extraction_reply_falls_back_to_local_for_observations(claude_
     fake_anthropic.enqueue({"text": "{not json"})
     material = Material(source="observation", project=PROJECT, observations=[
         {"type": "bugfix", "title": "Fix", "data": {"summary": "Empty query returns [] instead of None"}},
-        {"type": "discovery", "title": "Read", "data": {"summary": "The search module is in worker/search.py"}},
+        {"type": "discovery", "title": "Read", "data": {"summary": "The search module is in memory_anchor/worker/search.py"}},
     ])
     outcome = claude_model.extract(material)
     assert outcome.mode == "local" and [r["event"] for r in outcome.results] == ["ADD"]
@@ -236,7 +236,7 @@ def test_mem0_infer_path(claude_model, fake_anthropic):
 
 
 def test_secrets_are_redacted_before_claude_sees_them(db, local_db, fake_anthropic):
-    from worker.capture.redact import redact_text
+    from memory_anchor.worker.capture.redact import redact_text
 
     model = MemoryModel(db, llm=ClaudeClient(Settings(llm_max_retries=0), local_db), redact=redact_text)
     fake_anthropic.enqueue(facts_reply())

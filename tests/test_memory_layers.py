@@ -19,11 +19,11 @@ from memory_anchor.schemas.memory_model import (
     PromoteRequest,
     RelationIn,
 )
-from worker.memory import MemoryModel
-from worker.memory.active_context import ActiveContext
-from worker.memory.common import DAY
-from worker.memory.facts import effective_confidence
-from worker.store.records import RecordError, Records, resolve_view
+from memory_anchor.worker.memory import MemoryModel
+from memory_anchor.worker.memory.active_context import ActiveContext
+from memory_anchor.worker.memory.common import DAY
+from memory_anchor.worker.memory.facts import effective_confidence
+from memory_anchor.worker.store.records import RecordError, Records, resolve_view
 
 from tests.memory_clock import facts_verified_at
 
@@ -111,7 +111,7 @@ def test_identity_soft_delete_and_restore_window(model):
 def test_identity_restore_refused_after_window(model, monkeypatch):
     item = model.identity.add(human("Rule"))
     model.identity.remove(item["id"], human())
-    import worker.memory.identity as identity_module
+    import memory_anchor.worker.memory.identity as identity_module
 
     monkeypatch.setattr(identity_module, "now", lambda: time.time() + 8 * DAY)
     with pytest.raises(RecordError) as err:
@@ -414,8 +414,8 @@ def test_read_only_agent_writes_become_proposals(model):
 def _context(model, monkeypatch, budget=3000):
     from types import SimpleNamespace
 
-    from worker import context as ctx
-    from memory_anchor.settings import Settings
+    from memory_anchor.worker import context as ctx
+    from memory_anchor.core.settings import Settings
 
     services = SimpleNamespace(memory=model, settings=Settings())
     request = ctx.ContextRequest(project=PROJECT, services=services, budget=budget)

@@ -21,7 +21,7 @@ def _text(result) -> str:
 
 
 async def _session_calls(env: dict[str, str], calls):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server.server"], env=env, cwd=str(ROOT))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memory_anchor.mcp.server"], env=env, cwd=str(ROOT))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -35,7 +35,7 @@ def test_memory_model_tools(worker, tmp_path):
     project = tmp_path / "proj"
     (project / ".ai" / "operations").mkdir(parents=True)
     (project / ".ai" / "operations" / "release_checklist.md").write_text("# Release checklist\nTag, build, publish to PyPI.\n")
-    from memory_anchor.projects import project_for_cwd
+    from memory_anchor.core.projects import project_for_cwd
 
     project_key = project_for_cwd(str(project))
     worker.post("/api/v1/identity", {"content": "Goal: memory for agents", "project": project_key, "confirmations": 3, "actor": "alice"}, expect=201)

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from memory_anchor.schemas.memory_model import EventIn, FactIn, IdentityWrite, MemorySearch
-from worker.index.embeddings import Embedder
-from worker.index.indexer import Indexer
-from worker.index.search import SearchService
-from worker.index.vectors import Vectors
-from worker.memory import MemoryModel
-from worker.store.db import Database
+from memory_anchor.worker.index.embeddings import Embedder
+from memory_anchor.worker.index.indexer import Indexer
+from memory_anchor.worker.index.search import SearchService
+from memory_anchor.worker.index.vectors import Vectors
+from memory_anchor.worker.memory import MemoryModel
+from memory_anchor.worker.store.db import Database
 
 PROJECT = "/work/anchor"
 
@@ -56,12 +56,12 @@ def _moments():
 
 
 EVENTS = [  # (text, when, where)
-    ("Fixed search_memory returning None for an empty query", "today", "worker/search.py"),
+    ("Fixed search_memory returning None for an empty query", "today", "memory_anchor/worker/search.py"),
     ("Fixed the hook timeout when the worker is down", "today", "hooks/common.py"),
-    ("Worked on the retrieval fallback chain in worker/search.py", "today", "worker/search.py"),
+    ("Worked on the retrieval fallback chain in memory_anchor/worker/search.py", "today", "memory_anchor/worker/search.py"),
     ("Alice came by to review the retrieval pull request", "today", "GitHub"),
-    ("Completed the durable inbox with crash recovery", "last_week", "worker/inbox.py"),
-    ("Finished the branch merge user interface", "last_week", "worker/static"),
+    ("Completed the durable inbox with crash recovery", "last_week", "memory_anchor/worker/inbox.py"),
+    ("Finished the branch merge user interface", "last_week", "memory_anchor/worker/static"),
     ("Set up the repository and CI", "long_ago", None),
 ]
 
@@ -79,9 +79,9 @@ def memory(request, tmp_path_factory):
         engine = SearchService(db, vectors, embedder)
     else:
         from tests.postgres import init_team_database, member_url
-        from worker.index.database_vectors import DatabaseVectorStore
-        from worker.index.follower import LogFollower
-        from worker.store.postgres.database import PostgresDatabase
+        from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
+        from memory_anchor.worker.index.follower import LogFollower
+        from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
         cluster = request.getfixturevalue("postgres_cluster")
         name = init_team_database(cluster)

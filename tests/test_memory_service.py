@@ -1,4 +1,4 @@
-"""The mem0-shaped memory service (worker/memory/memories.py, mem0_platform.py) over each backend.
+"""The mem0-shaped memory service (memory_anchor/worker/memory/memories.py, mem0_platform.py) over each backend.
 
 Listing, paging, history, entities and deleting by filter read and write the
 store directly; adding and updating also hand the new versions to the vector
@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from worker.memory.mem0_platform import Mem0Platform
-from worker.memory.memories import MemoryService
-from worker.store.records import NotFound, Records
+from memory_anchor.worker.memory.mem0_platform import Mem0Platform
+from memory_anchor.worker.memory.memories import MemoryService
+from memory_anchor.worker.store.records import NotFound, Records
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.settings import load_settings
-from worker.pipeline.drain import Pipeline
-from worker.services import Services
+from memory_anchor.core.settings import load_settings
+from memory_anchor.worker.pipeline.drain import Pipeline
+from memory_anchor.worker.services import Services
 
 SESSION = "5b1f3c2e-crash-between-commits"
 

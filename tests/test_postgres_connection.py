@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.store.postgres.placeholders import to_psycopg
+from memory_anchor.worker.store.postgres.placeholders import to_psycopg
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_placeholders_outside_quotes_become_psycopg_ones(store_sql, psycopg_sql)
 
 
 def test_the_translated_sql_means_the_same_on_the_server(postgres_url):
-    from worker.store.postgres.database import Connection
+    from memory_anchor.worker.store.postgres.database import Connection
 
     import psycopg
 
@@ -41,7 +41,7 @@ def test_the_translated_sql_means_the_same_on_the_server(postgres_url):
 def test_rows_read_by_name_by_index_and_as_a_dict_like_sqlite_rows(postgres_url, tmp_path):
     import sqlite3
 
-    from worker.store.postgres.database import row_factory
+    from memory_anchor.worker.store.postgres.database import row_factory
 
     import psycopg
 
@@ -64,7 +64,7 @@ def test_the_stores_statements_are_planned_for_their_values_every_time(postgres_
     values: a generic plan of keyword search took 2.5 s where its planned-per-value one took 50 ms.
     The store's connections prepare nothing server-side, however often a statement runs."""
     from tests.postgres import init_team_database, member_url
-    from worker.store.postgres.database import PostgresDatabase
+    from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
     name = init_team_database(postgres_cluster)
     db = PostgresDatabase(member_url(postgres_cluster, name, "dev"))

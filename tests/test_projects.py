@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.projects import BY_REMOTE, project_for_cwd, remote_name
+from memory_anchor.core.projects import BY_REMOTE, project_for_cwd, remote_name
 
 
 def clone(root: Path, origin: str | None) -> Path:

@@ -15,13 +15,13 @@ import time
 import numpy as np
 import pytest
 
-from memory_anchor import paths
-from worker.capture.inbox import Inbox
-from worker.index.indexer import Indexer
-from worker.index.vectors import Vectors
-from worker.store.db import Database
-from worker.store.quarantine import QUARANTINE_AFTER, Quarantine
-from worker.store.records import Records
+from memory_anchor.core import paths
+from memory_anchor.worker.capture.inbox import Inbox
+from memory_anchor.worker.index.indexer import Indexer
+from memory_anchor.worker.index.vectors import Vectors
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.quarantine import QUARANTINE_AFTER, Quarantine
+from memory_anchor.worker.store.records import Records
 from tests.conftest import ROOT, start_worker, tool_use_event, wait_for
 
 
@@ -101,7 +101,7 @@ class PoisonedEmbedder:
 
 
 def test_a_record_that_cannot_be_embedded_is_quarantined_and_the_rest_indexed(tmp_path):
-    from worker.index.embeddings import Embedder
+    from memory_anchor.worker.index.embeddings import Embedder
 
     db = Database(paths.database_path(tmp_path))
     vectors = Vectors(paths.chroma_path(tmp_path))
@@ -124,7 +124,7 @@ def test_a_record_that_cannot_be_embedded_is_quarantined_and_the_rest_indexed(tm
 
 def test_when_every_record_fails_nothing_is_quarantined(tmp_path):
     """A broken model is not the records' fault: they stay queued, nothing is parked."""
-    from worker.index.embeddings import Embedder
+    from memory_anchor.worker.index.embeddings import Embedder
 
     class Broken(PoisonedEmbedder):
         def embed(self, texts):

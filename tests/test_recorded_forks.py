@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from memory_anchor.hookkit.forks import env_file_session, fork_of, resumed_session
-from memory_anchor.projects import context_cache_path, project_for_cwd
+from memory_anchor.core.projects import context_cache_path, project_for_cwd
 from tests.conftest import tool_use_event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "forks"

@@ -1,7 +1,7 @@
 """Vectors follow the embedding model: a worker that finds another model's vectors re-embeds them.
 
 The data dir records which model made its vectors (`vectors-model.json`,
-worker/index/reembed.py). Here a real worker's vectors are replaced by noise and
+memory_anchor/worker/index/reembed.py). Here a real worker's vectors are replaced by noise and
 the file says another model made them, as after an upgrade that changed the
 model; the next worker says so in its log, re-embeds every vector in the
 background, and dense search finds the right memories again.
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from tests.conftest import ROOT, start_worker
-from worker.index.embeddings import MODEL_ID
-from worker.index.reembed import MARKER
-from worker.index.vector_item import VectorItem
-from worker.index.vectors import MemoryIndex, Vectors
+from memory_anchor.worker.index.embeddings import MODEL_ID
+from memory_anchor.worker.index.reembed import MARKER
+from memory_anchor.worker.index.vector_item import VectorItem
+from memory_anchor.worker.index.vectors import MemoryIndex, Vectors
 
 MEMORIES = {
     "build": "The project builds with ninja, never with make.",

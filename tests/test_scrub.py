@@ -3,7 +3,7 @@
 A leaky data dir is made the way older workers made one (tests/test_secrets_at_rest.py shows the
 leak and the fix): a process whose malloc hands out freed blocks as they are holds a secret in
 freed memory and writes to Chroma, until the secret's bytes are in an index file. Then a real
-worker starts on it (worker/index/scrub.py).
+worker starts on it (memory_anchor/worker/index/scrub.py).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from tests.conftest import ROOT, start_worker, wait_for, worker_env
 from tests.test_secrets_at_rest import LEAVE_FREED, ROUNDS_TO_LEAK, leaks
-from worker.index.chroma_store import ChromaStore
-from worker.index.scrub import MARKER, ChromaScrub, _Header, scrub_chroma_dir
-from worker.index.vector_item import VectorItem
-from worker.lifecycle import acquire_lock
+from memory_anchor.worker.index.chroma_store import ChromaStore
+from memory_anchor.worker.index.scrub import MARKER, ChromaScrub, _Header, scrub_chroma_dir
+from memory_anchor.worker.index.vector_item import VectorItem
+from memory_anchor.core.lifecycle import acquire_lock
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the leak is glibc's malloc reusing blocks")
 
@@ -45,8 +45,8 @@ MEMORIES = {
 OLD_WORKER_WRITES = LEAVE_FREED + """
 import sys
 from pathlib import Path
-from worker.index import heap
-from worker.index.chroma_store import ChromaStore
+from memory_anchor.worker.index import heap
+from memory_anchor.worker.index.chroma_store import ChromaStore
 
 heap.configure_malloc()
 root, secret, attempts = Path(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
@@ -81,7 +81,7 @@ def scrub_log_lines(data_dir: Path, since: int = 0) -> list[str]:
     with open(paths.log_path(data_dir), "rb") as handle:
         handle.seek(since)
         entries = [json.loads(line) for line in handle.read().decode().splitlines() if line.strip()]
-    return [entry["message"] for entry in entries if entry["logger"] == "worker.index.scrub"]
+    return [entry["message"] for entry in entries if entry["logger"] == "memory_anchor.worker.index.scrub"]
 
 
 def make_leaky_data_dir(data_dir: Path) -> dict[str, list[tuple[str, float]]]:
@@ -176,8 +176,8 @@ def leaky_chroma(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 # the reader clears reused memory as the worker does: a plain process would write its own heap.
 READ_VECTORS = """
 import json, sys
-from worker.index import heap
-from worker.index.chroma_store import ChromaStore
+from memory_anchor.worker.index import heap
+from memory_anchor.worker.index.chroma_store import ChromaStore
 
 heap.configure_malloc()
 heap.clear_reused_memory()

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from memory_anchor import AsyncMemory, Memory
-from memory_anchor.client import WorkerError
+from memory_anchor.client.worker_client import WorkerError
 from tests.conftest import ROOT
-from worker import lifecycle
+from memory_anchor.core import lifecycle
 
 pytestmark = pytest.mark.both_backends
 
@@ -91,4 +91,4 @@ def test_hooks_do_not_pay_for_the_sdk():
     """Hooks import memory_anchor with `python3 -S`; the SDK (and the client) load only when used."""
     code = "import sys, memory_anchor.hookkit; print(sorted(m for m in sys.modules if m.startswith('memory_anchor')))"
     out = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert "memory_anchor.sdk" not in out and "memory_anchor.client" not in out
+    assert "memory_anchor.client.sdk" not in out and "memory_anchor.client.worker_client" not in out

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor import paths
-from worker.index.database_vectors import DatabaseVectorStore
-from worker.index.embeddings import Embedder
-from worker.index.follower import LogFollower
-from worker.index.indexer import Indexer
-from worker.index.search import SearchError, SearchService, Tuning
-from worker.index.vectors import Vectors
-from worker.store.db import Database
-from worker.store.records import Records, resolve_view
+from memory_anchor.core import paths
+from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
+from memory_anchor.worker.index.embeddings import Embedder
+from memory_anchor.worker.index.follower import LogFollower
+from memory_anchor.worker.index.indexer import Indexer
+from memory_anchor.worker.index.search import SearchError, SearchService, Tuning
+from memory_anchor.worker.index.vectors import Vectors
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import Records, resolve_view
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -220,7 +220,7 @@ def test_retriever_has_no_benchmark_special_cases():
     """The retrieval code must not know the benchmark: no dataset names, ids or speakers."""
     suspicious = ("locomo", "dia_id", "conv-", "caroline", "melanie", "sample_id", "evidence")
     for name in ("index/search.py", "index/vectors.py", "index/indexer.py", "index/embeddings.py"):
-        source = (ROOT / "worker" / name).read_text(encoding="utf-8").lower()
+        source = (ROOT / "memory_anchor" / "worker" / name).read_text(encoding="utf-8").lower()
         for word in suspicious:
             assert word not in source, f"{name} mentions {word!r}"
 
@@ -231,7 +231,7 @@ def test_vector_store_takes_any_chroma_client(tmp_path, embedder):
     import chromadb
     from chromadb.config import Settings
 
-    from worker.index.vectors import ChromaStore, VectorFilter, VectorItem
+    from memory_anchor.worker.index.vectors import ChromaStore, VectorFilter, VectorItem
 
     store = ChromaStore(client_factory=lambda: chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)))
     vectors = Vectors(store=store)
@@ -314,7 +314,7 @@ def test_thread_neighbours_are_the_two_before_and_after_in_the_session_else_the_
     """Neighbour context's walks: per thread (the session, else the user), per kind, puts only,
     stopping at the thread's ends. PostgreSQL runs them as lateral walks of the (thread, seq)
     index, SQLite as a UNION ALL: the same links either way."""
-    from worker.index.search import _thread_neighbours
+    from memory_anchor.worker.index.search import _thread_neighbours
 
     with store_db.transaction() as conn:
         put = lambda text, **v: Records.put(conn, v.pop("kind", "memory"), text, **v)  # noqa: E731

@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from memory_anchor import paths
-from worker.branching.branches import delete_branch
-from worker.index.search import SearchService
-from worker.store.db import Database
-from worker.store.migrations import apply_migrations
-from worker.store.records import Records, resolve_view
+from memory_anchor.core import paths
+from memory_anchor.worker.branching.branches import delete_branch
+from memory_anchor.worker.index.search import SearchService
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.migrations import apply_migrations
+from memory_anchor.worker.store.records import Records, resolve_view
 
 
 @pytest.fixture

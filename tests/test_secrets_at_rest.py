@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import ROOT, start_worker, worker_env
 from tests.test_hooks import hook_env, run_hook
 from tests.test_redact import SECRETS
-from worker.logs import JsonFormatter
+from memory_anchor.worker.logs import JsonFormatter
 
 # The eleven kinds the issue found, the three that slipped through first.
 CORPUS = [(kind, text, secret) for kind, text, secret in SECRETS if len(secret) >= 6]
@@ -132,13 +132,13 @@ CHROMA_PROBE = LEAVE_FREED + """
 import sys
 from pathlib import Path
 import numpy as np
-from worker.index import heap
-from worker.index.chroma_store import ChromaStore
-from worker.index.vector_item import VectorItem
+from memory_anchor.worker.index import heap
+from memory_anchor.worker.index.chroma_store import ChromaStore
+from memory_anchor.worker.index.vector_item import VectorItem
 
 heap.configure_malloc()
 if sys.argv[1] == "worker":
-    heap.clear_reused_memory()  # as worker/app.py does before any request
+    heap.clear_reused_memory()  # as memory_anchor/worker/app.py does before any request
 MARK = b"freed-secret-7f3a"
 
 root = Path(sys.argv[2])
@@ -165,7 +165,7 @@ def chroma_files_after_freed_secrets(tmp_path: Path, malloc: str, rounds: int) -
 
 
 def test_freed_bytes_never_reach_chromas_index_files(tmp_path: Path):
-    """How a secret reached disk (worker/index/heap.py): Chroma reopens its HNSW index into a block
+    """How a secret reached disk (memory_anchor/worker/index/heap.py): Chroma reopens its HNSW index into a block
     malloc hands out, reads only the vectors it holds, and writes the whole capacity back. With the
     worker's malloc, freed bytes never get there; with glibc's as it comes they do, so the probe
     sees a leak when there is one."""

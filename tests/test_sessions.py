@@ -1,4 +1,4 @@
-"""Claude Code sessions in the store (worker/pipeline/sessions.py) on each backend: the
+"""Claude Code sessions in the store (memory_anchor/worker/pipeline/sessions.py) on each backend: the
 session row a hook event creates and refreshes, its end, and its summary's versions."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from memory_anchor.projects import project_for_cwd
+from memory_anchor.core.projects import project_for_cwd
 from memory_anchor.schemas.observations import SessionSummaryDraft
-from memory_anchor.settings import Settings
-from worker.capture.inbox import InboxEvent
-from worker.codebase.service import Codebase
-from worker.pipeline.sessions import Sessions, summary_id
-from worker.store.records import Records, resolve_view
+from memory_anchor.core.settings import Settings
+from memory_anchor.worker.capture.inbox import InboxEvent
+from memory_anchor.worker.codebase.service import Codebase
+from memory_anchor.worker.pipeline.sessions import Sessions, summary_id
+from memory_anchor.worker.store.records import Records, resolve_view
 
 
 @pytest.fixture

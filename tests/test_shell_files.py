@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from worker.pipeline.compress import local
-from worker.pipeline.compress.shell_files import files_command_wrote, files_in_command, files_output_says_written
+from memory_anchor.worker.pipeline.compress import local
+from memory_anchor.worker.pipeline.compress.shell_files import files_command_wrote, files_in_command, files_output_says_written
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ wrote or approved, as they are.
 from __future__ import annotations
 
 from memory_anchor.schemas.memory_model import Decision
-from worker.memory import MemoryModel
-from worker.store.records import Records
+from memory_anchor.worker.memory import MemoryModel
+from memory_anchor.worker.store.records import Records
 
 PROJECT = "/work/shop"
 

@@ -198,7 +198,7 @@ def test_without_git_on_the_path_nothing_is_marked(tmp_path):
 def test_claude_codes_recorded_payloads_keep_the_files_as_each_tool_left_them(shared_worker, tmp_path):
     """The payloads the real CLI sent (tests/fixtures/transcripts/2.1.197: Write, Edit, Read of notes.txt)
     replayed in a git project, each file as the tool left it when its event is drained."""
-    from worker.codebase.git import blob_id
+    from memory_anchor.worker.codebase.git import blob_id
 
     recorded = [json.loads(line) for line in
                 (ROOT / "tests/fixtures/transcripts/2.1.197/hooks-received.ndjson").read_text().splitlines()]  # fmt: skip

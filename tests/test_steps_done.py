@@ -14,9 +14,9 @@ from urllib.parse import quote
 import pytest
 
 from memory_anchor.bench.gitrepo import GitRepo
-from worker.codebase.commits import CommitDetail, commits_since
-from worker.codebase.git import find_repo, head
-from worker.memory.steps_done import does_step
+from memory_anchor.worker.codebase.commits import CommitDetail, commits_since
+from memory_anchor.worker.codebase.git import find_repo, head
+from memory_anchor.worker.memory.steps_done import does_step
 
 pytestmark = pytest.mark.both_backends
 

@@ -32,7 +32,7 @@ def test_init_creates_the_schema_once_and_then_has_nothing_to_apply(postgres_url
 
 
 def test_init_upgrades_an_older_schema_with_the_migrations_it_lacks(postgres_url, capsys):
-    from worker.store.postgres.schema import MIGRATIONS, apply_schema
+    from memory_anchor.worker.store.postgres.schema import MIGRATIONS, apply_schema
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         assert apply_schema(conn, MIGRATIONS[:2]) == ["0001_versioned_core", "0002_memory_model"]
@@ -107,7 +107,7 @@ def test_settings_never_print_a_password_in_the_storage_url(url, monkeypatch, tm
 
 
 def test_the_storage_url_setting_is_empty_or_a_postgresql_url(monkeypatch, tmp_path):
-    from memory_anchor.settings import Settings, SettingsError, load_settings
+    from memory_anchor.core.settings import Settings, SettingsError, load_settings
 
     assert Settings().storage_url == ""
     assert Settings(storage_url=" postgresql://alice@db/team ").storage_url == "postgresql://alice@db/team"

@@ -20,10 +20,10 @@ import pytest
 from tests.conftest import ROOT, start_worker
 from tests.postgres import database_owned_by_a_non_superuser, init_team_database, member_url
 from tests.test_portability import add, every_read, export_text, fill, rows_of
-from worker.store.db import Database
-from worker.store.postgres.database import PostgresDatabase
-from worker.store.postgres.migrate import LOCAL_TABLES
-from worker.store.records import Records, resolve_view
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.postgres.database import PostgresDatabase
+from memory_anchor.worker.store.postgres.migrate import LOCAL_TABLES
+from memory_anchor.worker.store.records import Records, resolve_view
 
 # Columns the team database adds to a record (who wrote it, who may read it).
 TEAM_COLUMNS = ("author", "private")
@@ -203,7 +203,7 @@ def test_an_owner_who_is_not_a_superuser_migrates(source, postgres_cluster):
 def _keyword_reads(db) -> tuple[int, dict[str, list[str]]]:
     """Records with keyword terms, and the texts keyword search finds for a few words of the source
     (sorted: the backends order equal scores differently)."""
-    from worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
 
     conn = db.reader()
     index = keyword_index(conn)

@@ -13,12 +13,12 @@ import time
 import psycopg
 import pytest
 
-from worker.branching import branches as registry
-from worker.branching import snapshots
-from worker.store import filters
-from worker.store.dialect import dialect_of
-from worker.store.postgres.database import PostgresDatabase
-from worker.store.records import NotFound, Records, resolve_view
+from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.branching import snapshots
+from memory_anchor.worker.store import filters
+from memory_anchor.worker.store.dialect import dialect_of
+from memory_anchor.worker.store.postgres.database import PostgresDatabase
+from memory_anchor.worker.store.records import NotFound, Records, resolve_view
 from tests.postgres import init_team_database, member_url
 
 
@@ -276,7 +276,7 @@ def test_a_write_waits_for_the_open_one_so_seqs_follow_commit_order(team):
 
 
 def test_a_database_without_the_schema_is_refused_with_what_to_run(postgres_cluster, postgres_url):
-    from worker.store.postgres.connect import StorageError
+    from memory_anchor.worker.store.postgres.connect import StorageError
 
     with pytest.raises(StorageError, match="storage init"):
         PostgresDatabase(postgres_url)
@@ -284,7 +284,7 @@ def test_a_database_without_the_schema_is_refused_with_what_to_run(postgres_clus
 
 def test_an_unreachable_server_is_told_at_once(postgres_cluster):
     from tests.postgres import free_port
-    from worker.store.postgres.connect import StorageError
+    from memory_anchor.worker.store.postgres.connect import StorageError
 
     started = time.monotonic()
     with pytest.raises(StorageError, match="cannot connect to PostgreSQL at"):

@@ -12,9 +12,9 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.postgres import init_team_database, member_url
-from worker.store.errors import StorageUnavailable
-from worker.store.postgres.database import PostgresDatabase
-from worker.store.postgres.team import TeamDatabase
+from memory_anchor.worker.store.errors import StorageUnavailable
+from memory_anchor.worker.store.postgres.database import PostgresDatabase
+from memory_anchor.worker.store.postgres.team import TeamDatabase
 
 
 @pytest.fixture

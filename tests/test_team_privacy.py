@@ -14,11 +14,11 @@ import pytest
 from psycopg import errors
 
 from memory_anchor.cli.main import main
-from worker.branching import branches as registry
-from worker.branching import snapshots
-from worker.branching.merge import MergeEngine, list_merges
-from worker.store.postgres.database import PostgresDatabase
-from worker.store.records import RecordError, Records, resolve_view
+from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.branching import snapshots
+from memory_anchor.worker.branching.merge import MergeEngine, list_merges
+from memory_anchor.worker.store.postgres.database import PostgresDatabase
+from memory_anchor.worker.store.records import RecordError, Records, resolve_view
 
 
 @pytest.fixture
@@ -273,7 +273,7 @@ def test_members_cannot_read_which_records_are_private(team, alice_wrote):
 
 def test_an_archived_private_event_keeps_its_text_from_other_members(team):
     from memory_anchor.schemas.memory_model import EventIn
-    from worker.memory import MemoryModel
+    from memory_anchor.worker.memory import MemoryModel
 
     store = PostgresDatabase(team["alice"])
     try:
@@ -315,7 +315,7 @@ def test_the_archive_decides_an_entrys_privacy_not_its_writer(team, alice_wrote)
 def test_upgrading_makes_every_version_as_private_as_the_records_most_private_one(postgres_cluster, capsys):
     """A database written before privacy was the record's may hold a shared version under a
     private one; the upgrade makes the whole record private, and its archived text with it."""
-    from worker.store.postgres.schema import MIGRATIONS, apply_schema
+    from memory_anchor.worker.store.postgres.schema import MIGRATIONS, apply_schema
 
     database = postgres_cluster.create_database()
     owner = postgres_cluster.url(database)
@@ -342,7 +342,7 @@ def test_upgrading_makes_every_version_as_private_as_the_records_most_private_on
 
 
 def test_a_conflict_over_a_private_fact_is_as_private_as_the_fact(team, alice_wrote):
-    from worker.memory import MemoryModel
+    from memory_anchor.worker.memory import MemoryModel
 
     store = PostgresDatabase(team["alice"])
     try:
@@ -373,7 +373,7 @@ def test_a_conflict_over_a_private_fact_is_as_private_as_the_fact(team, alice_wr
 def test_a_proposal_is_as_private_as_what_it_proposes(team, alice_wrote):
     """approvals.payload quotes the proposal: a pending fact's text, an agent's write."""
     from memory_anchor.schemas.memory_model import IdentityProposal
-    from worker.memory import MemoryModel
+    from memory_anchor.worker.memory import MemoryModel
 
     store = PostgresDatabase(team["alice"])
     try:
@@ -412,7 +412,7 @@ def test_rejected_fact_candidates_are_their_authors_alone(team):
 def test_a_forgotten_wording_is_as_private_as_its_fact_and_never_changed(team, alice_wrote):
     """The forgotten list quotes what was forgotten: a private fact's wording stays Alice's; a shared
     fact's and a next step's are the team's, so Bob's extraction keeps them out too."""
-    from worker.memory import MemoryModel
+    from memory_anchor.worker.memory import MemoryModel
 
     store = PostgresDatabase(team["alice"])
     try:

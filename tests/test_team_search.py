@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 
 from tests.postgres import init_team_database, member_url
-from worker.branching import branches as registry
-from worker.index.database_vectors import DatabaseVectorStore
-from worker.index.embeddings import Embedder
-from worker.index.follower import LogFollower
-from worker.index.search import SearchService
-from worker.index.vectors import Vectors
-from worker.store.postgres.database import PostgresDatabase
-from worker.store.records import Records, resolve_view
+from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
+from memory_anchor.worker.index.embeddings import Embedder
+from memory_anchor.worker.index.follower import LogFollower
+from memory_anchor.worker.index.search import SearchService
+from memory_anchor.worker.index.vectors import Vectors
+from memory_anchor.worker.store.postgres.database import PostgresDatabase
+from memory_anchor.worker.store.records import Records, resolve_view
 
 
 class Worker:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from worker.index.timewords import time_window
+from memory_anchor.worker.index.timewords import time_window
 
 # A Wednesday, local time: the week started on Monday 18 March.
 NOW = datetime(2024, 3, 20, 15, 30).timestamp()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.capture.transcript import TranscriptError, read_transcript, render_turns, transcript_text
+from memory_anchor.worker.capture.transcript import TranscriptError, read_transcript, render_turns, transcript_text
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transcript_session.jsonl"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.memory.user_words import is_claude_code_text, own_words, passages, subject, typed_text
+from memory_anchor.worker.memory.user_words import is_claude_code_text, own_words, passages, subject, typed_text
 
 REPLAY = Path("/work/shared/bench/replay/django")
 if not REPLAY.exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.index.vectors import MemoryIndex, VectorFilter, VectorItem
+from memory_anchor.worker.index.vectors import MemoryIndex, VectorFilter, VectorItem
 
 DIM = 96  # the index works at any dimension; 96 keeps the projection fits quick
 
@@ -122,7 +122,7 @@ def test_vectors_come_back_by_seq_whatever_the_order_they_were_added_in():
 
 
 def _vectors(tmp_path):
-    from worker.index.vectors import ChromaStore, Vectors
+    from memory_anchor.worker.index.vectors import ChromaStore, Vectors
 
     store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
     return Vectors(store=store, dim=DIM, snapshot=tmp_path / "snap.npz")
@@ -213,7 +213,7 @@ def test_chroma_stays_open_while_a_batch_is_prepared_then_idles_out(tmp_path):
     """The indexer embeds a batch inside `writing()`: the idle release (what the store's timer
     calls) leaves the client open meanwhile, so a stream of batches does not reopen Chroma and
     reload its index between every two; once the writes are in, the release closes it as before."""
-    from worker.index.vectors import ChromaStore, Vectors
+    from memory_anchor.worker.index.vectors import ChromaStore, Vectors
 
     vectors = Vectors(store=ChromaStore(tmp_path / "chroma", idle_release_seconds=3600), dim=DIM)
     corpus = _corpus(20)

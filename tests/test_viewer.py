@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, RunningWorker
 
-STATIC = ROOT / "worker" / "static"
+STATIC = ROOT / "memory_anchor" / "worker" / "static"
 
 
 def fetch(worker: RunningWorker, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
@@ -192,7 +192,7 @@ def test_rules_facts_and_next_steps_are_forgotten_and_edited_in_a_browser(shared
 
     def session(session_id: str) -> None:
         for payload in (
-            {**prompt_event(session_id, "Never import worker.api from worker.store."), "cwd": project},
+            {**prompt_event(session_id, "Never import memory_anchor.worker.api from memory_anchor.worker.store."), "cwd": project},
             {**prompt_event(session_id, "I prefer dataclasses over namedtuples."), "cwd": project},
             {**prompt_event(session_id, "tidy up the store package"), "cwd": project, "hook_event_name": "Stop",
              "stop_hook_active": False, "last_assistant_message": "Tidied the store package.\n\nNext steps:\n"
@@ -203,15 +203,15 @@ def test_rules_facts_and_next_steps_are_forgotten_and_edited_in_a_browser(shared
 
     session("viewer-c1")
     briefing = shared_worker.get(f"/api/v1/context?project={project}")["context"]
-    assert "Never import worker.api" in briefing and "add a migration test for 0103" in briefing
+    assert "Never import memory_anchor.worker.api" in briefing and "add a migration test for 0103" in briefing
     with Browser(CHROMIUM, tmp_path / "profile") as browser:
         browser.open(f"{shared_worker.url}/?token={shared_worker.token}")
         browser.open(f"{shared_worker.url}/?project={project}#facts")
         browser.wait_for("document.body.textContent.includes('document the store layers')")
-        browser.wait_for("document.body.textContent.includes('Never import worker.api')")
+        browser.wait_for("document.body.textContent.includes('Never import memory_anchor.worker.api')")
 
         shown = "document.getElementById('section').textContent.includes({})".format
-        for forget, (edit, new_text) in (("Never import worker.api", ("I prefer dataclasses", "I prefer frozen dataclasses")),
+        for forget, (edit, new_text) in (("Never import memory_anchor.worker.api", ("I prefer dataclasses", "I prefer frozen dataclasses")),
                                          ("add a migration test for 0103", ("document the store layers",
                                           "document the store layers in docs/architecture.md"))):  # fmt: skip
             browser.click_button("Forget", near=forget)  # a fact, then a next step
@@ -223,7 +223,7 @@ def test_rules_facts_and_next_steps_are_forgotten_and_edited_in_a_browser(shared
             browser.wait_for(shown(json.dumps(new_text)))
         assert len(browser.dialogs) == 2 and all(d.startswith("Forget this") for d in browser.dialogs)
 
-    gone = ("Never import worker.api", "I prefer dataclasses over namedtuples", "add a migration test",
+    gone = ("Never import memory_anchor.worker.api", "I prefer dataclasses over namedtuples", "add a migration test",
             "- document the store layers (step")  # fmt: skip
     briefing = shared_worker.get(f"/api/v1/context?project={project}")["context"]
     assert not [text for text in gone if text in briefing]

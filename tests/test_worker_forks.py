@@ -1,6 +1,6 @@
 """The workers the tests start are forked from a forker that has made their imports
 (tests/worker_forks.py): each is still the worker for its own data dir and environment,
-and says how it ended as a process started with `python -m worker run` would."""
+and says how it ended as a process started with `python -m memory_anchor.worker run` would."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_a_forked_worker_serves_its_own_data_dir_and_shows_it_on_its_command_lin
         assert json.loads((tmp_path / "data" / "worker.json").read_text())["pid"] == worker.process.pid
         assert worker.get("/api/v1/status")["data_dir"] == str(tmp_path / "data")
         command = Path(f"/proc/{worker.process.pid}/cmdline").read_bytes().split(b"\0")
-        assert [part.decode() for part in command if part][1:] == ["-m", "worker", "run", "--data-dir",
+        assert [part.decode() for part in command if part][1:] == ["-m", "memory_anchor.worker", "run", "--data-dir",
                                                                    str(tmp_path / "data"), "--port", "0"]  # fmt: skip
         assert worker.process.poll() is None
     finally:
@@ -69,7 +69,7 @@ def test_without_forks_the_worker_is_started_as_python_m_worker_run(tmp_path, mo
 
 def test_a_worker_given_what_an_interpreter_reads_at_start_is_started_plainly(tmp_path):
     """A fork has started long before: a PYTHONPATH of the test's own (here a sitecustomize) would
-    be ignored, so that worker is started as `python -m worker run`, and the file takes effect."""
+    be ignored, so that worker is started as `python -m memory_anchor.worker run`, and the file takes effect."""
     import subprocess
 
     site = tmp_path / "site"

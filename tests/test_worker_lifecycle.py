@@ -38,7 +38,7 @@ def test_every_route_but_health_needs_the_token(worker):
 
 def test_second_worker_on_same_data_dir_exits_with_a_clear_message(worker):
     result = subprocess.run(
-        [sys.executable, "-m", "worker", "run", "--data-dir", str(worker.data_dir), "--port", "0"],
+        [sys.executable, "-m", "memory_anchor.worker", "run", "--data-dir", str(worker.data_dir), "--port", "0"],
         cwd=ROOT, env=worker_env(worker.data_dir), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 3
@@ -54,7 +54,7 @@ def test_two_workers_started_at_once_one_wins(tmp_path):
     env = worker_env(data_dir)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "worker", "run", "--data-dir", str(data_dir), "--port", "0"],
+            [sys.executable, "-m", "memory_anchor.worker", "run", "--data-dir", str(data_dir), "--port", "0"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         for _ in range(2)
@@ -101,7 +101,7 @@ def test_a_taken_port_makes_the_worker_pick_a_free_one(tmp_path):
     env = worker_env(data_dir, MEMORY_ANCHOR_PORT=str(taken))
     data_dir.mkdir()
     process = subprocess.Popen(
-        [sys.executable, "-m", "worker", "run", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "memory_anchor.worker", "run", "--data-dir", str(data_dir)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -136,7 +136,7 @@ def test_non_loopback_host_is_refused(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     result = subprocess.run(
-        [sys.executable, "-m", "worker", "run", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "memory_anchor.worker", "run", "--data-dir", str(data_dir)],
         cwd=ROOT, env=worker_env(data_dir, MEMORY_ANCHOR_HOST="0.0.0.0"), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode != 0
@@ -164,7 +164,7 @@ def test_cli_start_status_stop(tmp_path):
 def test_a_worker_this_process_started_is_stopped_and_collected(tmp_path, monkeypatch):
     """The SDK and the benchmarks start the worker as their own child: stopping it must
     collect it, not take its zombie (which still answers kill(pid, 0)) for a live worker."""
-    from worker import lifecycle
+    from memory_anchor.core import lifecycle
 
     data_dir = tmp_path / "data"
     for key, value in worker_env(data_dir).items():
@@ -194,8 +194,8 @@ def test_stopping_does_not_wait_for_the_warm_up_to_load_the_model_and_no_store_i
     """Every short-lived worker (a `worker stop` soon after a start, the suite's tests) used to wait
     for the embedding model to load at exit; the warm-up's steps on the stores still never overlap
     or follow the close."""
-    from memory_anchor.settings import load_settings
-    from worker.services import Services
+    from memory_anchor.core.settings import load_settings
+    from memory_anchor.worker.services import Services
 
     services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")
     embedder = services.__dict__["embedder"] = ModelStillLoading()

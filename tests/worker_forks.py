@@ -7,12 +7,12 @@ pays that once a session; the suite paid it in a quarter of its CPU. So each pyt
 keeps one **forker**: `python -m tests.worker_forks`, which imports what a worker imports,
 starts no thread, and then forks a process per worker it is asked for. The child sets the
 test's environment, working directory, log and command line, and runs the same
-`worker.__main__.main` that `python -m worker run` runs, on a real port, on real storage.
+`memory_anchor.worker.__main__.main` that `python -m memory_anchor.worker run` runs, on a real port, on real storage.
 
 What is not tested this way: how a worker process is started. The hooks, the launcher, the
-CLI's `worker start` and tests/test_worker_lifecycle.py's own `python -m worker` processes
+CLI's `worker start` and tests/test_worker_lifecycle.py's own `python -m memory_anchor.worker` processes
 start workers as users' machines do. `TEST_WORKER_FORKS=0` starts every worker with
-`python -m worker run` (start_worker falls back to it too when the forker cannot run).
+`python -m memory_anchor.worker run` (start_worker falls back to it too when the forker cannot run).
 
 The protocol, one JSON object a line: the test side writes {"argv", "env", "cwd", "log"};
 the forker answers {"pid"} (or {"error"}), and {"exited": pid, "code": c} when a worker ends
@@ -41,12 +41,12 @@ _ROOM = "-" * 4096
 
 def _preload() -> None:
     """Import what a worker imports, before any test's environment is known; start no thread."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as worker/__main__.py sets it before numpy loads
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as memory_anchor/worker/__main__.py sets it before numpy loads
     import chromadb  # noqa: F401  (a worker imports it with its first vector)
 
     # Not onnxruntime (30 ms): importing it starts a native thread, which a fork would not copy.
-    import worker.__main__  # noqa: F401
-    import worker.app  # noqa: F401
+    import memory_anchor.worker.__main__  # noqa: F401
+    import memory_anchor.worker.app  # noqa: F401
 
 
 def _threads() -> int:
@@ -87,11 +87,11 @@ def _run_child(request: dict, forker_fds: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         argv = request["argv"]
-        _set_command_line([sys.executable, "-m", "worker", *argv])
-        sys.argv = [str(ROOT / "worker" / "__main__.py"), *argv]
-        import worker.__main__
+        _set_command_line([sys.executable, "-m", "memory_anchor.worker", *argv])
+        sys.argv = [str(ROOT / "memory_anchor" / "worker" / "__main__.py"), *argv]
+        import memory_anchor.worker.__main__
 
-        code = worker.__main__.main(argv)
+        code = memory_anchor.worker.__main__.main(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -307,7 +307,7 @@ def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> Fork
             import warnings
 
             _broken = str(exc)
-            warnings.warn(f"workers start as `python -m worker run` from now on: {exc}", stacklevel=2)
+            warnings.warn(f"workers start as `python -m memory_anchor.worker run` from now on: {exc}", stacklevel=2)
             return None
 
 

@@ -64,7 +64,7 @@ def _measure(client, queries: list[str], branch: str, as_of: str | None) -> list
 
 def _write_views(client, size: int) -> None:
     """Main, the snapshot in the middle, the three branch levels, then main again after the forks."""
-    from memory_anchor import branch_api
+    from memory_anchor.client import branches as branch_api
 
     share = max(1, size // 30)  # each branch level writes ~3%, main writes after the forks ~3%
     on_main = size - 4 * share
@@ -80,8 +80,8 @@ def _write_views(client, size: int) -> None:
 
 
 def bench_size(size: int, work: Path, queries: int, reuse: bool = False) -> list[tuple[str, float, float, float]]:
-    from memory_anchor.client import WorkerClient
-    from worker import lifecycle
+    from memory_anchor.client.worker_client import WorkerClient
+    from memory_anchor.core import lifecycle
 
     data_dir = work / f"data-{size}"
     reused = fresh_or_reused(data_dir, reuse)

@@ -140,8 +140,8 @@ class Run:
         self.env = env
 
     def __enter__(self) -> "Run":
-        from memory_anchor.client import WorkerClient
-        from worker import lifecycle
+        from memory_anchor.client.worker_client import WorkerClient
+        from memory_anchor.core import lifecycle
 
         shutil.rmtree(self.data_dir, ignore_errors=True)
         saved = dict(os.environ)
@@ -156,7 +156,7 @@ class Run:
         return self
 
     def __exit__(self, *exc) -> None:
-        from worker import lifecycle
+        from memory_anchor.core import lifecycle
 
         lifecycle.stop(self.data_dir)
 
@@ -238,7 +238,7 @@ def on_one_line(text: str, words: list[str]) -> bool:
 
 
 def repeated_lines(text: str) -> int:
-    from worker.memory.text import line_key
+    from memory_anchor.worker.memory.text import line_key
 
     seen, repeats = set(), 0
     for line in text.splitlines():
@@ -258,7 +258,7 @@ def measure(path: str, work: Path, scenarios: list[dict[str, Any]] | None = None
     limits (1.5 s for recall), so a busy machine cannot turn a slow answer into a miss.
     """
     from memory_anchor.bench.context_scenarios import SCENARIOS
-    from worker.context.model import estimate_tokens
+    from memory_anchor.worker.context.model import estimate_tokens
 
     scenarios = scenarios or SCENARIOS
     # Nothing of the caller's Claude or Memory Anchor settings: the path measured is the one asked

@@ -1,5 +1,5 @@
 """Real git repositories in temporary directories, with commits at chosen times: the scripted
-histories of `bench staleness` and the tests of worker/codebase and next steps done by commits.
+histories of `bench staleness` and the tests of memory_anchor/worker/codebase and next steps done by commits.
 
 A commit's time is set (GIT_AUTHOR_DATE / GIT_COMMITTER_DATE) so a test says
 "committed after the session" without waiting for the clock: git keeps whole

@@ -208,20 +208,20 @@ class InProcessBackend:
     """The same service calls the API makes, without HTTP: for quick tuning runs only."""
 
     def __init__(self, data_dir: Path, tuning=None, storage_url: str | None = None):
-        from worker.index.embeddings import Embedder
-        from worker.index.indexer import Indexer
-        from worker.index.search import SearchService
-        from worker.index.vectors import Vectors
-        from worker.store.db import Database
+        from memory_anchor.worker.index.embeddings import Embedder
+        from memory_anchor.worker.index.indexer import Indexer
+        from memory_anchor.worker.index.search import SearchService
+        from memory_anchor.worker.index.vectors import Vectors
+        from memory_anchor.worker.store.db import Database
 
-        from memory_anchor import paths
+        from memory_anchor.core import paths
 
         self.embedder = Embedder()
         if storage_url:
             # A team database (after `storage init` and `add-member`): vectors in it, followed by seq.
-            from worker.index.database_vectors import DatabaseVectorStore
-            from worker.index.follower import LogFollower
-            from worker.store.postgres.database import PostgresDatabase
+            from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
+            from memory_anchor.worker.index.follower import LogFollower
+            from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
             self.db = PostgresDatabase(storage_url)
             self.vectors = Vectors(store=DatabaseVectorStore(self.db))
@@ -235,7 +235,7 @@ class InProcessBackend:
         self.service = SearchService(self.db, self.vectors, self.embedder, tuning=tuning, follower=follower)
 
     def store(self, conv: Conversation) -> None:
-        from worker.store.records import Records, parse_time
+        from memory_anchor.worker.store.records import Records, parse_time
 
         with self.db.transaction() as conn:
             for turn in conv.turns:
@@ -251,7 +251,7 @@ class InProcessBackend:
         self.indexer.drain()
 
     def search(self, query: str, user_id: str, top_k: int, mode: str) -> list[str]:
-        from worker.store.records import resolve_view
+        from memory_anchor.worker.store.records import resolve_view
 
         view = resolve_view(self.db.reader(), "main")
         hits = self.service.search(query, view, filters={"user_id": user_id}, top_k=top_k, mode=mode)
@@ -271,8 +271,8 @@ def run(args) -> int:
     if getattr(args, "in_process", False) or getattr(args, "storage_url", None):
         backend = InProcessBackend(data_dir, storage_url=getattr(args, "storage_url", None))
         return _measure(backend, conversations)
-    from memory_anchor.client import WorkerClient
-    from worker import lifecycle
+    from memory_anchor.client.worker_client import WorkerClient
+    from memory_anchor.core import lifecycle
 
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ.pop("ANTHROPIC_API_KEY", None)

@@ -182,8 +182,8 @@ def run(args) -> int:
     data_dir = work / "data"
     shutil.rmtree(data_dir, ignore_errors=True)
     print(f"multilingual retrieval: {len(ALL_SETS)} sets (data in {data_dir})", flush=True)
-    from memory_anchor.client import WorkerClient
-    from worker import lifecycle
+    from memory_anchor.client.worker_client import WorkerClient
+    from memory_anchor.core import lifecycle
 
     os.environ["MEMORY_ANCHOR_DATA_DIR"] = str(data_dir)
     os.environ.pop("ANTHROPIC_API_KEY", None)

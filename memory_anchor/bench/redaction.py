@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TREES = ["worker", "memory_anchor", "mcp_server", "hooks", "skills", "docs", "README.md", "tests/fixtures"]
+DEFAULT_TREES = ["memory_anchor", "hooks", "skills", "docs", "README.md", "tests/fixtures"]
 TEXT_SUFFIXES = {".py", ".md", ".txt", ".json", ".jsonl", ".toml", ".cfg", ".js", ".html", ".css", ".yaml", ".yml", ".sh"}
 # The redaction module and its tests hold secret shapes on purpose.
 SKIP_NAMES = {"redact.py", "redaction.py"}
@@ -63,7 +63,7 @@ def _git_log() -> str:
 
 def measure(texts: list[tuple[str, str]]) -> dict:
     """Redact every line of each (name, text); the markers found and the time it took."""
-    from worker.capture.redact import MARKER_PREFIX, redact_text
+    from memory_anchor.worker.capture.redact import MARKER_PREFIX, redact_text
 
     hits: list[tuple[str, str]] = []
     kinds: dict[str, int] = {}
@@ -85,10 +85,10 @@ def measure(texts: list[tuple[str, str]]) -> dict:
 
 
 def _events_per_second(seconds: float = 2.0) -> float:
-    from memory_anchor.settings import Settings
-    from worker.capture.sanitize import sanitize_event
+    from memory_anchor.core.settings import Settings
+    from memory_anchor.worker.capture.sanitize import sanitize_event
 
-    source = (ROOT / "worker" / "pipeline" / "drain.py").read_text()
+    source = (ROOT / "memory_anchor" / "worker" / "pipeline" / "drain.py").read_text()
     payload = {
         "session_id": str(uuid.uuid4()), "transcript_path": "/home/dev/.claude/projects/x/s.jsonl", "cwd": "/home/dev/app",
         "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_01AbCdEfGhIjKlMnOpQrStUv",

@@ -1,6 +1,6 @@
 """`memory-anchor bench replay DIR`: what importing a folder of real sessions gives.
 
-The folder's Claude Code transcripts go through the importer (memory_anchor/history.py)
+The folder's Claude Code transcripts go through the importer (memory_anchor/cli/history_import.py)
 into a real worker on a throw-away data dir and a free port, distilled locally unless
 `--claude`. Then, read the way a session reads memory (the endpoints the SessionStart and
 UserPromptSubmit hooks call, or the hooks themselves, and the MCP `search` tool through
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_anchor.client import WorkerError
+from memory_anchor.client.worker_client import WorkerError
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = 'How did we fix "{title}" before? Which files did we change?'
@@ -126,7 +126,7 @@ async def _search_top10(env: dict[str, str], queries: list[str]) -> list[str]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    bridge = StdioServerParameters(command=sys.executable, args=["-S", str(ROOT / "mcp_server" / "server.py")],
+    bridge = StdioServerParameters(command=sys.executable, args=["-S", str(ROOT / "memory_anchor" / "mcp" / "server.py")],
                                    env=env, cwd=str(ROOT))  # fmt: skip
     out = []
     # The bridge's stderr goes nowhere: under a test runner ours is no file a process can write to.
@@ -147,8 +147,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
             progress=None, labels: bool = False) -> dict[str, Any]:  # fmt: skip
     """Import the folder's sessions (the last `quick` of them) into a fresh worker and read what it gives."""
     from memory_anchor.bench.context import Run
-    from memory_anchor.history import Progress, import_history
-    from worker.capture.history import session_files
+    from memory_anchor.cli.history_import import Progress, import_history
+    from memory_anchor.worker.capture.history import session_files
 
     found = session_files(folder)
     files = found.files[-quick:] if quick else found.files
@@ -239,11 +239,11 @@ STANDING_TYPES = ("rule", "decision", "preference")
 def written_files(transcript: Path) -> set[str]:
     """The files the session's transcript says it wrote, as the project names them: all memory can know was
     changed. The files capture keeps as changed (`files_modified`): a writing tool's file, one a Bash command
-    line writes or its output says a tool wrote (worker/pipeline/compress/shell_files.py). A patch may also hold
+    line writes or its output says a tool wrote (memory_anchor/worker/pipeline/compress/shell_files.py). A patch may also hold
     what no line says was written: a database file a script's run created, a change made outside the transcript."""
-    from memory_anchor.projects import relative
-    from worker.capture.history import session_events
-    from worker.pipeline.compress.local import compress_tool_use
+    from memory_anchor.core.projects import relative
+    from memory_anchor.worker.capture.history import session_events
+    from memory_anchor.worker.pipeline.compress.local import compress_tool_use
 
     out = set()
     for event in session_events(transcript):
@@ -254,7 +254,7 @@ def written_files(transcript: Path) -> set[str]:
 
 
 def _session_id(path: Path) -> str:
-    from worker.capture.history import session_id_of
+    from memory_anchor.worker.capture.history import session_id_of
 
     return session_id_of(path)
 
@@ -355,7 +355,7 @@ def report_labels(labels, rules: dict[str, list[dict[str, Any]]]) -> None:
 
 def run(args) -> int:
     from memory_anchor.bench.rule_labels import read_labels
-    from memory_anchor.history import Progress
+    from memory_anchor.cli.history_import import Progress
 
     folder = Path(args.dir)
     if not folder.is_dir():

@@ -82,8 +82,8 @@ def dir_size(path: Path) -> int:
 
 
 def run(args) -> int:
-    from memory_anchor.client import WorkerClient
-    from worker import lifecycle
+    from memory_anchor.client.worker_client import WorkerClient
+    from memory_anchor.core import lifecycle
 
     n = int(args.n)
     work = Path(args.work_dir) if getattr(args, "work_dir", None) else Path(tempfile.mkdtemp(prefix="ma-bench-scale-"))

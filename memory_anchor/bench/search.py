@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the worker runs (worker/__main__.py); before numpy loads
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the worker runs (memory_anchor/worker/__main__.py); before numpy loads
 
 from memory_anchor.bench.locomo import percentile  # noqa: E402
 from memory_anchor.bench.scale import PROJECTS, USERS, batches, query_text  # noqa: E402
@@ -38,7 +38,7 @@ class Backend:
     """One backend's store, vectors and search service, as a worker builds them."""
 
     def __init__(self, name: str, db, vectors, embedder, follower=None):
-        from worker.index.search import SearchService
+        from memory_anchor.worker.index.search import SearchService
 
         self.name, self.db, self.vectors = name, db, vectors
         self.search = SearchService(db, vectors, embedder, follower=follower)
@@ -50,12 +50,12 @@ class Backend:
 
 def load(n: int, sqlite_dir: Path, owner_url: str, embedder) -> float:
     """Write the n memories to both backends; the seconds it took."""
-    from worker.index.database_vectors import DatabaseVectorStore
-    from worker.index.indexer import vector_meta
-    from worker.index.vectors import VectorItem, Vectors
-    from worker.store.db import Database
-    from worker.store.postgres.database import PostgresDatabase
-    from worker.store.records import Records
+    from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
+    from memory_anchor.worker.index.indexer import vector_meta
+    from memory_anchor.worker.index.vectors import VectorItem, Vectors
+    from memory_anchor.worker.store.db import Database
+    from memory_anchor.worker.store.postgres.database import PostgresDatabase
+    from memory_anchor.worker.store.records import Records
 
     members = [PostgresDatabase(member_url(owner_url, role)) for role in ROLES]
     local = Database(sqlite_dir / "memory.sqlite3")
@@ -83,11 +83,11 @@ def load(n: int, sqlite_dir: Path, owner_url: str, embedder) -> float:
 
 
 def backends(sqlite_dir: Path, owner_url: str, embedder) -> list[Backend]:
-    from worker.index.database_vectors import DatabaseVectorStore
-    from worker.index.follower import LogFollower
-    from worker.index.vectors import Vectors
-    from worker.store.db import Database
-    from worker.store.postgres.database import PostgresDatabase
+    from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
+    from memory_anchor.worker.index.follower import LogFollower
+    from memory_anchor.worker.index.vectors import Vectors
+    from memory_anchor.worker.store.db import Database
+    from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
     local = Backend("SQLite", Database(sqlite_dir / "memory.sqlite3"), Vectors(sqlite_dir / "chroma"), embedder)
     local.vectors.load()
@@ -100,8 +100,8 @@ def backends(sqlite_dir: Path, owner_url: str, embedder) -> list[Backend]:
 
 def latencies(backend: Backend, mode: str, filtered: bool, queries: int) -> list[float]:
     """Milliseconds per search, the same seeded queries on every backend."""
-    from worker.memory.memories import DEFAULT_SEARCH_KINDS
-    from worker.store.records import resolve_view
+    from memory_anchor.worker.memory.memories import DEFAULT_SEARCH_KINDS
+    from memory_anchor.worker.store.records import resolve_view
 
     rng = random.Random(7)
 
@@ -125,7 +125,7 @@ def latencies(backend: Backend, mode: str, filtered: bool, queries: int) -> list
 def run(args) -> int:
     import psycopg
 
-    from worker.index.embeddings import Embedder
+    from memory_anchor.worker.index.embeddings import Embedder
 
     n = int(args.n)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-search-"))

@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = {"ratio": 1.35, "bridge_rss_mb": 15}
 HOOKS = ["session_start", "user_prompt_submit", "post_tool_use", "stop", "session_end"]
-BRIDGE_SCRIPT = "mcp_server/server.py"
+BRIDGE_SCRIPT = "memory_anchor/mcp/server.py"
 
 SHIM = """#!/bin/sh
 # Times the plugin's hook processes (bench session); everything else runs as it is.
@@ -303,7 +303,7 @@ def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[f
 
 
 def worker_rss_mb(home) -> float | None:
-    from memory_anchor.client import WorkerClient
+    from memory_anchor.client.worker_client import WorkerClient
 
     try:
         info = WorkerClient(home.plugin_data(), autostart=False).info()
@@ -316,7 +316,7 @@ def worker_rss_mb(home) -> float | None:
 
 
 def stop_worker(home) -> None:
-    from worker import lifecycle
+    from memory_anchor.core import lifecycle
 
     for data in (home.home / ".claude" / "plugins" / "data").glob("*"):
         lifecycle.stop(data)

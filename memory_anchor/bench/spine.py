@@ -91,8 +91,8 @@ def _post_events(args: tuple[int, str, int, int, str, str]) -> tuple[int, int]:
 
 
 def run(args) -> int:
-    from memory_anchor.client import WorkerClient
-    from worker import lifecycle
+    from memory_anchor.client.worker_client import WorkerClient
+    from memory_anchor.core import lifecycle
 
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-spine-"))
     data_dir = work / "data"

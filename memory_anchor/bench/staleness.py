@@ -202,7 +202,7 @@ def _poster(run, project: Project, sid: str):
         run.client.post("/api/v1/events", {"hook_event_name": event, "session_id": sid, "cwd": project.root,
                                            "transcript_path": str(run.work / f"{sid}.jsonl"), **fields})  # fmt: skip
         # Posted at a session's pace, no waiting: a Read keeps the blob of what it read, an Edit of what it
-        # put in (worker/codebase/refs.py), whenever the worker gets to the event.
+        # put in (memory_anchor/worker/codebase/refs.py), whenever the worker gets to the event.
 
     return post
 
@@ -338,9 +338,9 @@ def time_briefings(data_dir: Path, project: str, runs: int) -> dict[str, Any]:
     """Build the project's briefing in process, on the stopped worker's data dir, with the checks and
     without, alternately (a busy machine slows both alike); the first build of each is kept apart:
     with the checks it is the one that runs git and hashes the files after HEAD moved."""
-    from memory_anchor.settings import load_settings
-    from worker.context import ContextRequest, build_context
-    from worker.services import Services
+    from memory_anchor.core.settings import load_settings
+    from memory_anchor.worker.context import ContextRequest, build_context
+    from memory_anchor.worker.services import Services
 
     settings = load_settings(data_dir)
     both = {label: Services(data_dir, settings.model_copy(update={"code_checks": checks}), token="bench")

@@ -84,8 +84,8 @@ class Worker:
     """A real worker process on its own data dir, and an HTTP client to it."""
 
     def __init__(self, name: str, data_dir: Path, storage_url: str | None):
-        from memory_anchor.client import WorkerClient
-        from worker import lifecycle
+        from memory_anchor.client.worker_client import WorkerClient
+        from memory_anchor.core import lifecycle
 
         self.name, self.data_dir = name, data_dir
         # lifecycle passes this process's environment on: set the worker's storage for the start only.
@@ -125,7 +125,7 @@ class Worker:
             conn.close()
 
     def stop(self) -> None:
-        from worker import lifecycle
+        from memory_anchor.core import lifecycle
 
         lifecycle.stop(self.data_dir)
 

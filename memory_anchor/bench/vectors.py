@@ -17,15 +17,15 @@ import random
 import statistics
 import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the worker runs (worker/__main__.py); before numpy loads
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the worker runs (memory_anchor/worker/__main__.py); before numpy loads
 import numpy as np  # noqa: E402
 
 TIE = 1e-4
 
 
 def _vectors_from(data_dir) -> np.ndarray:
-    from memory_anchor import paths
-    from worker.index.vectors import ChromaStore
+    from memory_anchor.core import paths
+    from memory_anchor.worker.index.vectors import ChromaStore
 
     store = ChromaStore(paths.chroma_path(data_dir))
     try:
@@ -36,7 +36,7 @@ def _vectors_from(data_dir) -> np.ndarray:
 
 def _queries(count: int) -> np.ndarray:
     from memory_anchor.bench import branches, scale
-    from worker.index.embeddings import Embedder
+    from memory_anchor.worker.index.embeddings import Embedder
 
     rng = random.Random(1)
     words = branches.WORDS
@@ -46,7 +46,7 @@ def _queries(count: int) -> np.ndarray:
 
 
 def measure(vectors: np.ndarray, queries: np.ndarray, k: int = 60, **index_options) -> dict[str, float]:
-    from worker.index.vectors import MemoryIndex, VectorItem
+    from memory_anchor.worker.index.vectors import MemoryIndex, VectorItem
 
     index = MemoryIndex(**index_options)
     t0 = time.perf_counter()

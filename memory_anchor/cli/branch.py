@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from memory_anchor import branch_api
+from memory_anchor.client import branches as branch_api
 from memory_anchor.cli.main import client, emit
 
 STRATEGIES = ["auto", "cherry_pick", "squash", "accept", "skip"]

@@ -15,7 +15,7 @@ import sys
 
 from memory_anchor.cli.human import human_name, refuse_inside_agent
 from memory_anchor.cli.main import client, emit
-from memory_anchor.client import WorkerError
+from memory_anchor.client.worker_client import WorkerError
 from memory_anchor.schemas.corrections import ItemRefError, correction_path
 
 INSIDE_AGENT = "Inside Claude Code, Claude forgets and edits with the forget_memory and edit_memory tools"

@@ -11,6 +11,6 @@ def register(sub) -> None:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from memory_anchor import doctor as checks
+    from memory_anchor.hookkit import doctor as checks
 
     return checks.run(str(args.data_dir) if args.data_dir else None)

@@ -30,9 +30,9 @@ def register(sub) -> None:
 
 
 def import_history(args: argparse.Namespace) -> int:
-    from memory_anchor.history import Progress, default_sources
-    from memory_anchor.history import import_history as run_import
-    from worker.capture.history import claude_projects_dir, project_slug
+    from memory_anchor.cli.history_import import Progress, default_sources
+    from memory_anchor.cli.history_import import import_history as run_import
+    from memory_anchor.worker.capture.history import claude_projects_dir, project_slug
 
     if args.path is not None:
         if not args.path.exists():
@@ -66,8 +66,8 @@ def import_history(args: argparse.Namespace) -> int:
 
 
 def _dismiss(args: argparse.Namespace, sources: list[Path]) -> int:
-    from memory_anchor import paths
-    from worker.capture.history_offer import dismiss
+    from memory_anchor.core import paths
+    from memory_anchor.worker.capture.history_offer import dismiss
 
     folders = [source if source.is_dir() else source.parent for source in sources]
     dismiss(Path(args.data_dir) if args.data_dir else paths.data_dir(), folders)

@@ -13,7 +13,7 @@ import getpass
 import os
 import sys
 
-from memory_anchor.client import WorkerError
+from memory_anchor.client.worker_client import WorkerError
 
 PROMPTS = (
     "Confirmation 1/3: do you really want to {action} the identity layer? (y/n) ",

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memory_anchor.version import __version__
+from memory_anchor.core.version import __version__
 
 COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "history", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor", "storage", "corrections", "verify"]
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0 if args.command is None else 2
-    from memory_anchor.client import WorkerError
+    from memory_anchor.client.worker_client import WorkerError
 
     try:
         return int(args.handler(args) or 0)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def client(args: argparse.Namespace, *, autostart: bool = True):
-    from memory_anchor.client import WorkerClient
+    from memory_anchor.client.worker_client import WorkerClient
 
     return WorkerClient(args.data_dir, autostart=autostart)
 

@@ -101,7 +101,7 @@ def reindex_vectors(args: argparse.Namespace) -> int:
 
     def rebuild() -> None:
         try:
-            from memory_anchor.client import WorkerClient
+            from memory_anchor.client.worker_client import WorkerClient
 
             # One answer at the end: at 100k records that is minutes away.
             rebuilder = WorkerClient(args.data_dir, timeout=24 * 3600.0)

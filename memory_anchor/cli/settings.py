@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.cli.main import emit
-from memory_anchor.settings import Settings, load_settings
+from memory_anchor.core.settings import Settings, load_settings
 
 
 def register(sub) -> None:
@@ -32,10 +32,10 @@ def show_settings(args: argparse.Namespace) -> int:
 def claude_route(base, settings: Settings) -> dict[str, Any]:
     """The running worker's route (its environment is the one that counts), else the one a
     worker started from this shell would take."""
-    from worker import lifecycle
+    from memory_anchor.core import lifecycle
 
     if lifecycle.running_worker(base) is not None:
-        from memory_anchor.client import WorkerClient, WorkerError
+        from memory_anchor.client.worker_client import WorkerClient, WorkerError
 
         try:
             llm = WorkerClient(base, autostart=False).get("/api/v1/status").get("llm") or {}
@@ -43,7 +43,7 @@ def claude_route(base, settings: Settings) -> dict[str, Any]:
                 return {**llm, "seen_by": "the running worker"}
         except WorkerError:
             pass
-    from worker.llm.route import choose_route
+    from memory_anchor.worker.llm.route import choose_route
 
     route = choose_route(settings)
     return {**route.to_json(), "active": route.describe(), "seen_by": "no worker running; as one started here would"}

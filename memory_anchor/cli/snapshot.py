@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memory_anchor import branch_api
+from memory_anchor.client import branches as branch_api
 from memory_anchor.cli.main import client, emit
 
 

@@ -53,8 +53,8 @@ def register(sub) -> None:
 
 
 def init_storage(args: argparse.Namespace) -> int:
-    from worker.store.postgres.connect import StorageError, connect, explain
-    from worker.store.postgres.schema import MIGRATIONS, apply_schema
+    from memory_anchor.worker.store.postgres.connect import StorageError, connect, explain
+    from memory_anchor.worker.store.postgres.schema import MIGRATIONS, apply_schema
 
     import psycopg
 
@@ -77,9 +77,9 @@ def init_storage(args: argparse.Namespace) -> int:
 
 
 def add_member(args: argparse.Namespace) -> int:
-    from worker.store.postgres.connect import StorageError, connect, explain
-    from worker.store.postgres.roles import add_member as grant_member
-    from worker.store.postgres.schema import MEMBER_ROLE, applied_migrations
+    from memory_anchor.worker.store.postgres.connect import StorageError, connect, explain
+    from memory_anchor.worker.store.postgres.roles import add_member as grant_member
+    from memory_anchor.worker.store.postgres.schema import MEMBER_ROLE, applied_migrations
 
     import psycopg
 
@@ -105,10 +105,10 @@ def add_member(args: argparse.Namespace) -> int:
 def migrate_storage(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memory_anchor import paths
-    from worker.store.postgres.connect import SCHEMES, StorageError
-    from worker.store.postgres.migrate import postgres_to_sqlite, sqlite_to_postgres
-    from worker.store.records import RecordError
+    from memory_anchor.core import paths
+    from memory_anchor.worker.store.postgres.connect import SCHEMES, StorageError
+    from memory_anchor.worker.store.postgres.migrate import postgres_to_sqlite, sqlite_to_postgres
+    from memory_anchor.worker.store.records import RecordError
 
     def is_url(value: str | None) -> bool:
         return bool(value) and value.split("://", 1)[0] in SCHEMES
@@ -141,11 +141,11 @@ def migrate_storage(args: argparse.Namespace) -> int:
 
 
 def scrub_storage(args: argparse.Namespace) -> int:
-    """Zero the unused slots of the data dir's Chroma index files (worker/index/scrub.py), holding the
+    """Zero the unused slots of the data dir's Chroma index files (memory_anchor/worker/index/scrub.py), holding the
     data dir's lock so that no worker opens Chroma meanwhile."""
-    from memory_anchor import paths
-    from worker.index.scrub import ChromaScrub
-    from worker.lifecycle import AlreadyRunning, acquire_lock
+    from memory_anchor.core import paths
+    from memory_anchor.worker.index.scrub import ChromaScrub
+    from memory_anchor.core.lifecycle import AlreadyRunning, acquire_lock
 
     data_dir = args.data_dir or paths.data_dir()
     try:

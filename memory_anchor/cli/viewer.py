@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def viewer_url(url: str, token: str) -> str:
-    """The page URL that trades the token for a session cookie (see worker/api/viewer.py)."""
+    """The page URL that trades the token for a session cookie (see memory_anchor/worker/api/viewer.py)."""
     return f"{url}/?{urllib.parse.urlencode({'token': token})}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.cli.main import emit
 
 
@@ -26,7 +26,7 @@ def _data_dir(args: argparse.Namespace):
 
 
 def start_worker(args: argparse.Namespace) -> int:
-    from worker import lifecycle
+    from memory_anchor.core import lifecycle
 
     info = lifecycle.start_background(_data_dir(args))
     emit(args, info.__dict__ | {"url": info.url}, f"worker running at {info.url} (pid {info.pid})")
@@ -34,7 +34,7 @@ def start_worker(args: argparse.Namespace) -> int:
 
 
 def stop_worker(args: argparse.Namespace) -> int:
-    from worker import lifecycle
+    from memory_anchor.core import lifecycle
 
     stopped = lifecycle.stop(_data_dir(args))
     emit(args, {"stopped": stopped}, "worker stopped" if stopped else "no worker was running")
@@ -42,8 +42,8 @@ def stop_worker(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    from memory_anchor.client import WorkerClient
-    from worker import lifecycle
+    from memory_anchor.client.worker_client import WorkerClient
+    from memory_anchor.core import lifecycle
 
     info = lifecycle.running_worker(_data_dir(args))
     if info is None:
@@ -77,6 +77,6 @@ def store_line(store: dict | None) -> str:
 
 
 def run_foreground(args: argparse.Namespace) -> int:
-    from worker.app import run_worker
+    from memory_anchor.worker.app import run_worker
 
     return run_worker(_data_dir(args), port=args.port)

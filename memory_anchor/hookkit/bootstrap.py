@@ -30,9 +30,9 @@ import sys
 import tempfile
 import time
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit import launcher, pythons, status, wire
-from memory_anchor.processes import pid_alive
+from memory_anchor.core.processes import pid_alive
 
 # What a plugin copy needs to be pip-installed; the rest (tests, node_modules,
 # a developer's venv) can be hundreds of megabytes.

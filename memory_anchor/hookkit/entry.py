@@ -30,7 +30,7 @@ import sys
 # Events whose hook prints what Claude Code is waiting for: never detached.
 PRINTING = ("SessionStart", "UserPromptSubmit")
 FOREGROUND_ENV = "MEMORY_ANCHOR_HOOKS_FOREGROUND"
-# Set on the Claude Code sessions the worker itself spawns to distil (worker/llm/claude_cli.py).
+# Set on the Claude Code sessions the worker itself spawns to distil (memory_anchor/worker/llm/claude_cli.py).
 # They run with hooks disabled; this guard holds even if a Claude Code version ignored that.
 SPAWNED_ENV = "MEMORY_ANCHOR_SPAWNED"
 

@@ -56,7 +56,7 @@ def fork_of(payload: dict, environ: dict, read_command_line=None) -> tuple[str, 
 def carrying_link(payload: dict, fork: str, parent: str) -> dict:
     """This SessionStart's payload as the fork's own, naming its parent: what the hook sends (or
     spools) when the worker could not be told of the fork. The worker's fork rule reads
-    `parent_session_id` from a resumed or forked SessionStart (worker/branching/sessions.py);
+    `parent_session_id` from a resumed or forked SessionStart (memory_anchor/worker/branching/sessions.py);
     2.1.197's payload is the parent's, so its `session_id` becomes the fork's (the parent's
     is the one in `parent_session_id`)."""
     return {**payload, "session_id": fork, "parent_session_id": parent}

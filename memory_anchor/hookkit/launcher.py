@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit import status, wire
 
 PYTHON_ENV_VAR = "MEMORY_ANCHOR_PYTHON"
@@ -109,13 +109,13 @@ _started = None
 def started_worker_failed() -> bool:
     """Whether the worker this process started has exited already, and not because another
     worker holds the data dir (that one is on its way): then no worker is coming to wait for."""
-    from memory_anchor.processes import ALREADY_RUNNING_EXIT
+    from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
 
     return _started is not None and _started.poll() not in (None, ALREADY_RUNNING_EXIT)
 
 
 def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> bool:
-    """Start `python -m worker run` in the background; False when it cannot run yet.
+    """Start `python -m memory_anchor.worker run` in the background; False when it cannot run yet.
 
     The worker's own lock makes a second, racing start exit at once, so the
     throttle is about CPU (each start imports the whole stack), not correctness.
@@ -133,7 +133,7 @@ def start_worker(plugin_root: str, data_dir: str, *, throttle: bool = True) -> b
     env["MEMORY_ANCHOR_DATA_DIR"] = data_dir
     global _started
     _started = _spawn_detached(
-        [python, "-m", "worker", "run", "--data-dir", data_dir],
+        [python, "-m", "memory_anchor.worker", "run", "--data-dir", data_dir],
         env,
         data_dir,
         # The worker logs to logs/worker.log itself; this catches what it prints before that.

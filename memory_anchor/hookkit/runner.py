@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit import interpreter, jsonlite, spool, wire
 
 # Seconds. A hook never waits longer than these for the worker (hooks.json's
@@ -27,7 +27,7 @@ EVENT_TIMEOUT = 2.0
 CONTEXT_TIMEOUT = 3.0
 RECALL_TIMEOUT = 1.5
 # A fork's announcement: the worker first lets its parent's last events be processed
-# (worker/api/branches.py FORK_WAIT, 3 s at most, only when some are still pending).
+# (memory_anchor/worker/api/branches.py FORK_WAIT, 3 s at most, only when some are still pending).
 FORK_TIMEOUT = 4.0
 # How long SessionStart waits for a worker it has just started, when there is
 # no cached context to print instead.
@@ -191,7 +191,7 @@ class Hook:
         return data if isinstance(data, dict) else None
 
     def project(self) -> str:
-        from memory_anchor.projects import project_for_cwd
+        from memory_anchor.core.projects import project_for_cwd
 
         cwd = self.payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
         return project_for_cwd(str(cwd), self.info.project_names if self.info else "path")
@@ -236,7 +236,7 @@ def memory_notice(hook: Hook, root: str) -> tuple[str, str] | None:
 def session_start(hook: Hook) -> None:
     """Print the memory context: from the worker, else the last one it cached for this project."""
     from memory_anchor.hookkit import launcher
-    from memory_anchor.projects import context_cache_path
+    from memory_anchor.core.projects import context_cache_path
 
     root = plugin_root()
     if hook.worker_reachable and launcher.upgrade_if_needed(root, hook.data_dir, hook.info):

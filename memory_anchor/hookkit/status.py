@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from memory_anchor import paths
+from memory_anchor.core import paths
 from memory_anchor.hookkit.spool import DROPPED_MARKER
 
 FAILED_MARKER = "bootstrap.failed"
@@ -34,7 +34,7 @@ class Problem:
 
 
 def doctor_command(plugin_root: str) -> str:
-    return f"python3 {os.path.join(plugin_root, 'memory_anchor', 'doctor.py')}"
+    return f"python3 {os.path.join(plugin_root, 'memory_anchor', 'hookkit', 'doctor.py')}"
 
 
 def record_failure(data_dir: str, version: str, problem: str, fix: str, detail: str) -> None:

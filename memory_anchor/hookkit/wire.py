@@ -30,7 +30,7 @@ class WorkerInfo:
         self.pid = pid
         self.version = version
         self.mcp_port = mcp_port
-        self.project_names = project_names  # memory_anchor/projects.py: "path" or "remote"
+        self.project_names = project_names  # memory_anchor/core/projects.py: "path" or "remote"
 
 
 def _quick_scalar(text: str, key: str):

@@ -3,7 +3,7 @@
 A record about code keeps, in `data.code`, one `CodeRef` per file it names (read,
 edited, written, or mentioned in a fact or a session's outcome) and, in
 `data.code_head`, the repository's HEAD commit when it was written. When the
-record is shown, `worker/codebase/freshness.py` compares those files with the
+record is shown, `memory_anchor/worker/codebase/freshness.py` compares those files with the
 working tree and answers a `Freshness`: the mark the briefing, recall, the REST
 API and the MCP tools show beside the memory.
 """

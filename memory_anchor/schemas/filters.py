@@ -1,4 +1,4 @@
-"""mem0's filter language as a JSON schema (the parser is worker/store/filters.py).
+"""mem0's filter language as a JSON schema (the parser is memory_anchor/worker/store/filters.py).
 
 Pydantic cannot describe a recursive object whose extra keys are conditions,
 so the schema is written out here once and attached to every `filters` field;
@@ -105,7 +105,7 @@ FILTER_DEFS: dict[str, Any] = {
 COMPONENT_MARKER = "x-component"
 FILTERS_SCHEMA = {"type": "object", COMPONENT_MARKER: "Filters"}
 
-# A `filters` field: any JSON object at runtime (worker/store/filters.py checks it), this schema in the docs.
+# A `filters` field: any JSON object at runtime (memory_anchor/worker/store/filters.py checks it), this schema in the docs.
 FilterObject = Annotated[dict[str, Any], WithJsonSchema(FILTERS_SCHEMA)]
 
 

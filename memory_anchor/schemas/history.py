@@ -1,6 +1,6 @@
 """Importing Claude Code history: the events read from its transcripts, and what the worker did with them.
 
-`memory-anchor import-history` reads the transcripts (worker/capture/history.py) and
+`memory-anchor import-history` reads the transcripts (memory_anchor/worker/capture/history.py) and
 posts their events in batches to `POST /api/v1/events/history`; the worker takes them
 through the same door as the hooks' events (checked, redacted, into the inbox), with
 their original times.

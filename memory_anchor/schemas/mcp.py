@@ -1,4 +1,4 @@
-"""The MCP bridge's handshake with the worker's MCP endpoint (mcp_server/bridge.py ↔ worker/api/mcp_endpoint.py).
+"""The MCP bridge's handshake with the worker's MCP endpoint (memory_anchor/mcp/bridge.py ↔ memory_anchor/worker/api/mcp_endpoint.py).
 
 The bridge opens a loopback stream to the worker, sends one `BridgeHello` line,
 reads one `BridgeWelcome` line, and from then on both sides exchange

@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from memory_anchor.client import WorkerClient
+from memory_anchor.client.worker_client import WorkerClient
 from tests.e2e.harness import RUN_MARKER, ClaudeHome, ScriptedModel, copy_plugin, ensure_claude_installed, mac_like_path
 from tests.fakes.anthropic_server import FakeAnthropicServer
 

@@ -34,7 +34,7 @@ from tests.fakes.anthropic_server import (
 E2E = Path(__file__).resolve().parent
 ROOT = E2E.parents[1]
 # The two pinned Claude Code CLIs (tests/e2e/cli/<pin>/package.json, `make e2e-deps`): the oldest
-# the plugin supports (memory_anchor/claude_code.py) and the newest release (`make bump-claude-code`).
+# the plugin supports (memory_anchor/core/claude_code.py) and the newest release (`make bump-claude-code`).
 PINS = ("oldest", "newest")
 CLAUDE = E2E / "cli" / "newest" / "node_modules" / ".bin" / "claude"  # what users run today
 # What a user's clone of the repository holds (no venv, no node_modules, no tests).

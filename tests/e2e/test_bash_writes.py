@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.client import WorkerClient
+from memory_anchor.client.worker_client import WorkerClient
 from tests.e2e.harness import machine_with_git_project, wait_for
 from tests.fakes.anthropic_server import last_user_prompt, text_reply, tool_use_reply, trailing_tool_results
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.client import WorkerClient
+from memory_anchor.client.worker_client import WorkerClient
 from tests.e2e.harness import (
     BACKGROUND_STEP,
     DELEGATE_MARKER,
@@ -304,10 +304,10 @@ def test_first_run_bootstraps_and_loses_nothing(tmp_path, claude_cli: ClaudeCli,
             key = (f"tool:{entry['payload']['tool_use_id']}" if entry["payload"].get("tool_use_id")
                    else f"event:{entry['id']}")  # fmt: skip
             assert key in stored, entry["payload"]["hook_event_name"]
-        assert [p.name for p in (data / "env").iterdir()] == ["0.1.0"]
+        assert [p.name for p in (data / "env").iterdir()] == ["0.2.0"]
         newer = f"{sys.version_info[0]}.{sys.version_info[1]}"
         assert f"building with Python {newer}" in (data / "logs" / "bootstrap.log").read_text()
-        assert not list((data / "env" / "0.1.0").glob("lib/python3*/site-packages/kubernetes"))  # cut: unused
+        assert not list((data / "env" / "0.2.0").glob("lib/python3*/site-packages/kubernetes"))  # cut: unused
     finally:
         stop_worker(home)
 
@@ -336,7 +336,7 @@ def test_a_project_with_history_is_offered_its_import_until_it_is_imported(machi
     import shutil
     import subprocess
 
-    from worker.capture.history import project_slug
+    from memory_anchor.worker.capture.history import project_slug
 
     root = Path(__file__).resolve().parents[2]
     folder = machine.home / ".claude" / "projects" / project_slug(str(machine.project))

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.client import WorkerClient
+from memory_anchor.client.worker_client import WorkerClient
 from tests.e2e.harness import RUN_MARKER, ClaudeCli, ClaudeHome, ScriptedModel, copy_plugin, wait_for
 from tests.e2e.test_claude_code import stop_worker
 from tests.fakes.anthropic_server import FakeAnthropicServer, json_reply
-from worker.pipeline.compress.claude import OBSERVATION_SYSTEM, SUMMARY_SYSTEM
+from memory_anchor.worker.pipeline.compress.claude import OBSERVATION_SYSTEM, SUMMARY_SYSTEM
 
 pytestmark = pytest.mark.e2e
 HELPER_KEY = "sk-ant-from-the-users-helper"

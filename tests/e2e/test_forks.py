@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from memory_anchor.client import WorkerClient
+from memory_anchor.client.worker_client import WorkerClient
 from tests.e2e.harness import RUN_MARKER, ClaudeCli, ClaudeHome, ScriptedModel, wait_for
 from tests.e2e.test_claude_code import main_requests, plugin_root, session_one_observation, stop_worker  # noqa: F401
 from tests.fakes.anthropic_server import FakeAnthropicServer, last_user_prompt, text_reply, tool_use_reply, trailing_tool_results

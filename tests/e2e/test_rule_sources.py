@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from memory_anchor.client import WorkerClient
+from memory_anchor.client.worker_client import WorkerClient
 from tests.e2e.harness import ClaudeHome, copy_plugin, ensure_claude_installed, wait_for
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,

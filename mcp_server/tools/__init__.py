@@ -1,1 +1,0 @@
-"""MCP tools, one module per area; each registers its tools on `mcp_server.app.mcp` when imported."""

@@ -1,4 +1,0 @@
-"""The package's version, on its own: the worker's lifecycle and the wire formats name it
-without importing the package's lazy `Memory`/`AsyncMemory` door (memory_anchor/__init__.py)."""
-
-__version__ = "0.1.0"

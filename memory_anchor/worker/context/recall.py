@@ -1,0 +1,119 @@
+"""Per-prompt recall: the few memories worth adding to what the user just asked.
+
+Each line carries the answer, not a title: a test run with its verdict and the
+failing assertion, a search with the files it found, a session with its outcome,
+a rule as stated. The same thing said twice (the same test run three times)
+is one line. Standing rules and decisions come first when the prompt touches
+their subject ("how do we deploy the shop?" recalls "we deploy with fly.io"),
+matched on words (CJK by character pairs), not on the search score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_anchor.schemas.events import RecallRequest
+from memory_anchor.worker.context.knowledge import LABELS
+from memory_anchor.worker.context.layers import STANDING, standing_facts
+from memory_anchor.worker.context.sessions import activity_text, outcome_line
+from memory_anchor.worker.context.staleness import mark, marks
+from memory_anchor.worker.memory.cues import terms
+from memory_anchor.worker.memory.text import clip, line_key
+from memory_anchor.worker.store.present import record_to_wire
+from memory_anchor.worker.store.records import resolve_view
+
+RECALL_KINDS = ["observation", "summary", "fact", "event", "memory"]
+MAX_RULES = 3
+MAX_SESSIONS = 2
+SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
+LINE_CHARS = 300
+SESSION_LINE_CHARS = 420
+
+
+def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
+    settings = services.settings
+    if not settings.prompt_recall or len(request.prompt.split()) < 3 and len(terms(request.prompt)) < 3:
+        return {"context": "", "results": []}
+    project = request.project or services.project_for_cwd(request.cwd)
+    branch = services.session_branch(request.session_id) if request.session_id else None
+    conn = services.db.reader()
+    view = resolve_view(conn, branch or settings.default_branch)
+    rules = [f for f in matching_rules(conn, view, project, request.prompt)
+             if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
+    sessions = [s for s in named_sessions(services, view, project, request.prompt) if s.get("session_id") != request.session_id]
+    limit = settings.prompt_recall_limit
+    hits = services.search.search(
+        request.prompt,
+        view,
+        filters={"project": project or None, "kind": RECALL_KINDS},
+        top_k=limit * 3,  # room for the repeats dropped below
+        threshold=settings.prompt_recall_threshold,
+        mode="hybrid",
+        fallback=False,
+    )
+    # The prompt itself was just captured; recalling it back is noise.
+    hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
+    forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
+    if forgotten is not None and project:  # a session's line without what the user has forgotten since
+        hits = [forgotten.scrub_outcome(conn, project, h) if h["kind"] == "summary" else h for h in hits]
+    # Checked against the code as they are shown: a memory whose files changed since says so.
+    found = marks(services, rules + sessions + hits, project, request.session_id)
+    lines, results, seen = [], [], set()
+    for record in rules + sessions + hits:
+        line = recall_line(record)
+        key = line_key(line)
+        if record["id"] in seen or key in seen:
+            continue
+        seen.update((record["id"], key))
+        lines.append(f"- {line}{mark(found.get(record['id']))} (id {record['id']})")
+        results.append(record)
+        if len(results) >= len(rules) + len(sessions) + limit:
+            break
+    if not lines:
+        return {"context": "", "results": []}
+    context = "\n".join(["Memory Anchor recalls (from earlier work on this project):", *lines])
+    return {"context": context, "results": [record_to_wire(r) for r in results]}
+
+
+def recall_line(record: dict[str, Any]) -> str:
+    kind = record["kind"]
+    if kind == "fact" and (record.get("type") or "") in STANDING:
+        return f"[{LABELS[record['type']]}] {clip(record['text'], LINE_CHARS)}"
+    if kind == "observation":
+        return f"[{record.get('type') or 'observation'}] {clip(activity_text(record), LINE_CHARS)}"
+    if kind == "summary":  # a session says more: what was asked, why it broke, what changed
+        return "[session] " + clip(outcome_line(record)[2:], SESSION_LINE_CHARS)
+    return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
+
+
+def named_sessions(services, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
+    """Earlier sessions the prompt names by what they were asked ("how did we fix <that issue's title>?").
+
+    Found by keywords, kept only when the prompt holds most of the session's subject: naming a
+    task is a stronger signal than any similarity score, so such a session comes first whatever its score."""
+    if not project:
+        return []
+    hits = services.search.search(prompt, view, filters={"project": project, "kind": ["summary"]},
+                                  top_k=MAX_SESSIONS * 2, mode="keyword", fallback=False)  # fmt: skip
+    wanted = terms(prompt)
+    named = []
+    for hit in hits:
+        subject = str((hit.get("data") or {}).get("request") or "").split(" | then: ")[0]
+        asked = terms(subject)
+        if len(asked) >= 3 and len(asked & wanted) / len(asked) >= SUBJECT_NAMED:
+            named.append(hit)
+    return named[:MAX_SESSIONS]
+
+
+def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
+    """The standing rules and decisions whose words the prompt shares, most shared first."""
+    wanted = terms(prompt)
+    if not wanted or not project:
+        return []
+    scored = []
+    for fact in standing_facts(conn, view, project):
+        shared = len(wanted & terms(fact["text"]))
+        if shared:
+            scored.append((shared, fact["seq"], fact))
+    scored.sort(key=lambda t: (-t[0], -t[1]))
+    return [fact for _, _, fact in scored[:MAX_RULES]]

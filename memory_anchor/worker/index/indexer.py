@@ -1,0 +1,267 @@
+"""Embeds stored record versions and puts them in the vector store.
+
+Every `put` version with text lands in `pending_vectors` through a trigger, in
+the same transaction as the record, so nothing written is ever forgotten. The
+indexer drains that queue: embed a batch, store it in the vector store, then
+delete those seqs from the queue. A crash between the two steps only means the
+batch is embedded again on restart (vector writes are idempotent upserts).
+
+    indexer = Indexer(db, vectors, embedder)
+    indexer.flush([seq, ...])    # index these now (the mem0 add API calls this before replying)
+    indexer.drain()              # index everything pending (the pipeline calls this after each pass)
+    indexer.rebuild()            # `memory-anchor reindex`: drop all vectors, re-embed from SQLite
+    indexer.reembed([seq, ...])  # new vectors in place for these (after a model change: reembed.py)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from memory_anchor.worker.index.embeddings import Embedder
+from memory_anchor.worker.index.heap import release_free_memory
+from memory_anchor.worker.index.vectors import META_KEYS, VectorItem, Vectors
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import Records
+
+log = logging.getLogger(__name__)
+
+# Kinds that are never searched, so never embedded (identity is always injected whole).
+NOT_EMBEDDED = frozenset({"identity"})
+
+
+# Embedding cost grows steeply with length (here ~400 short texts/s, ~22/s at 140
+# tokens), so a record is embedded by what carries its meaning: an observation by
+# the head of its title and summary (its narrative and command output are found by
+# keywords), anything else by the head of its text.
+EMBED_MAX_CHARS = 512
+# An observation's vector only has to carry its gist (the tool, the file or command, how it
+# went); keyword search covers every word. Observations were 79 % of the tokens an import of
+# 107 real sessions embedded (1,847 texts, 49 tokens on average); cut to 32, the import embeds
+# a quarter fewer tokens, with search and recall as good (docs/benchmarks.md, import speed).
+# Vectors made before from the whole summary stay valid: the same model, a little more text.
+OBSERVATION_MAX_TOKENS = 32
+RECENT_TEXTS = 4096  # texts whose vectors are kept for reuse (1.5 KB each)
+BULK = 32  # records indexed by one API write after which the heap is trimmed
+
+
+def embedding_text(record: dict[str, Any]) -> str:
+    """What a record is embedded as (the full text stays in the keyword index).
+
+    Paths inside the project are embedded as the project names them (`app/cart.py`):
+    the project's own folder says nothing about any one record, and spelled out
+    twice in every Read and Edit it was a third of the tokens an import embedded.
+    """
+    title = (record.get("title") or "").strip()
+    if record.get("kind") == "observation":
+        summary = str((record.get("data") or {}).get("summary") or "").strip()
+        if summary.lower().startswith(title.lower()):
+            title = ""  # the summary already opens with it
+        if title or summary:
+            return _in_project(f"{title}\n{summary}".strip(), record)[:EMBED_MAX_CHARS]
+    text = record.get("text") or ""
+    if title and title.lower() not in text.lower():
+        text = f"{title}\n{text}"
+    return _in_project(text[: EMBED_MAX_CHARS * 2], record)[:EMBED_MAX_CHARS]
+
+
+def embedding_texts(records: list[dict[str, Any]], embedder: Embedder) -> list[str]:
+    """What these records are embedded as: `embedding_text`, an observation's cut to its first
+    OBSERVATION_MAX_TOKENS tokens."""
+    texts = [embedding_text(record) for record in records]
+    observations = [n for n, record in enumerate(records) if record.get("kind") == "observation"]
+    if observations:
+        for n, head in zip(observations, embedder.heads([texts[n] for n in observations], OBSERVATION_MAX_TOKENS)):
+            texts[n] = head
+    return texts
+
+
+def _in_project(text: str, record: dict[str, Any]) -> str:
+    root = str(record.get("project") or "").rstrip("/")
+    return text.replace(root + "/", "") if root.startswith("/") and len(root) > 1 else text
+
+
+def _error() -> str:
+    """The exception being handled, as one line."""
+    import sys
+
+    exc = sys.exc_info()[1]
+    return f"{type(exc).__name__}: {exc}"
+
+
+def vector_meta(record: dict[str, Any]) -> dict[str, Any]:
+    meta = {key: record.get(key) for key in META_KEYS}
+    meta["happened_at"] = record.get("happened_at")
+    return meta
+
+
+class Indexer:
+    def __init__(self, db: Database, vectors: Vectors, embedder: Embedder, *, batch_size: int = 128):
+        self.db = db
+        self.vectors = vectors
+        self.embedder = embedder
+        self.batch_size = batch_size
+        # One batch at a time: the background drain and a flush never embed the same seq twice.
+        self._work_lock = threading.Lock()
+        self.indexed = 0  # versions embedded since start, for status pages
+        self._failures: dict[int, int] = {}  # seq -> failed indexing passes, until quarantined
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its vector, the latest last
+
+    # --- work ----------------------------------------------------------------
+
+    def pending_count(self) -> int:
+        return int(self.db.reader().execute("SELECT count(*) FROM pending_vectors").fetchone()[0])
+
+    def drain_once(self) -> int:
+        """Index one batch of the queue; returns how many versions it handled.
+
+        A batch that raises is indexed one version at a time, so one record that
+        cannot be embedded holds back no other; it is quarantined after a few
+        failed passes. When every version of the batch fails, the fault is not
+        theirs (the model, the disk): nothing is quarantined and it raises.
+        """
+        seqs = [
+            row[0]
+            for row in self.db.reader().execute(
+                "SELECT seq FROM pending_vectors ORDER BY seq LIMIT ?", (self.batch_size,)
+            )
+        ]
+        try:
+            return self._index(seqs)
+        except Exception:
+            if len(seqs) <= 1:  # alone in the queue: no way to tell whose fault it is, so count it
+                self._count_failure(seqs, _error())
+                return 0
+        done, failed = 0, []
+        for seq in seqs:
+            try:
+                done += self._index([seq])
+            except Exception:
+                failed.append((seq, _error()))
+        if not done:
+            raise RuntimeError(f"indexing failed for all {len(seqs)} queued versions: {failed[0][1]}")
+        for seq, error in failed:
+            self._count_failure([seq], error)
+        return done
+
+    def _count_failure(self, seqs: list[int], error: str) -> None:
+        from memory_anchor.worker.store.quarantine import QUARANTINE_AFTER, Quarantine
+
+        for seq in seqs:
+            attempts = self._failures.get(seq, 0) + 1
+            self._failures[seq] = attempts
+            log.warning("record version %d could not be indexed (attempt %d): %s", seq, attempts, error)
+            if attempts >= QUARANTINE_AFTER:
+                Quarantine(self.db).park_record(seq, error, attempts)
+                self._failures.pop(seq, None)
+
+    def drain(self) -> int:
+        total = 0
+        while True:
+            done = self.drain_once()
+            if done == 0:
+                return total
+            total += done
+
+    def flush(self, seqs: Iterable[int]) -> int:
+        """Index these versions now if they are still queued; returns how many were."""
+        seqs = sorted({int(s) for s in seqs})
+        total = 0
+        for start in range(0, len(seqs), self.batch_size):
+            total += self._index(seqs[start : start + self.batch_size])
+        if total >= BULK:
+            # A bulk add leaves tokenizer and activation scratch in the heap; glibc keeps it otherwise.
+            release_free_memory()
+        return total
+
+    def rebuild(self) -> int:
+        """Drop every vector and re-embed every stored version from SQLite."""
+        with self._work_lock:
+            self.vectors.reset()
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO pending_vectors(seq) "
+                    "SELECT seq FROM records WHERE op = 'put' AND text != ''"
+                )
+        return self.drain()
+
+    def reembed(self, seqs: list[int]) -> int:
+        """Embed these versions again and replace their stored vectors (after a model change,
+        memory_anchor/worker/index/reembed.py); versions without a vector are left alone. Returns how many were replaced."""
+        if not seqs:
+            return 0
+        with self._work_lock:
+            records = Records.by_seqs(self.db.reader(), seqs)
+            wanted = [records[s] for s in seqs if s in records and s in self.vectors.index]
+            if not wanted:
+                return 0
+            vectors = self.embedder.embed(embedding_texts(wanted, self.embedder))
+            return self.vectors.overwrite([VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)])
+
+    def _index(self, seqs: list[int]) -> int:
+        if not seqs:
+            return 0
+        with self._work_lock:
+            conn = self.db.reader()
+            marks = ",".join("?" * len(seqs))
+            # Re-check under the lock: another thread may have indexed them meanwhile.
+            queued = [r[0] for r in conn.execute(f"SELECT seq FROM pending_vectors WHERE seq IN ({marks})", seqs)]
+            if not queued:
+                return 0
+            records = Records.by_seqs(conn, queued)
+            wanted = [
+                records[s]
+                for s in queued
+                if s in records and records[s]["op"] == "put" and records[s]["kind"] not in NOT_EMBEDDED
+            ]
+            with self.vectors.writing():  # Chroma stays open while the batch is embedded
+                vectors = self._vectors_for(wanted)
+                items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
+                self.vectors.add(items)
+            with self.db.transaction() as wconn:
+                wconn.execute(f"DELETE FROM pending_vectors WHERE seq IN ({marks})", queued)
+            self.indexed += len(items)
+            return len(queued)
+
+    def _vectors_for(self, records: list[dict[str, Any]]) -> np.ndarray:
+        """Embeddings for these versions: each distinct text embedded once, an earlier version's
+        vector reused when the text is unchanged, and a text embedded lately reused as it is.
+
+        Sessions repeat themselves (the same file read again, the same command run in every
+        session, a summary rewritten at Stop then at SessionEnd): in 107 imported sessions a
+        third of the texts had been embedded already, and embedding is most of an import's cost.
+        """
+        out = np.zeros((len(records), self.embedder.dimension), dtype=np.float32)
+        texts = embedding_texts(records, self.embedder)
+        waiting: dict[str, list[int]] = {}  # text -> the positions it fills
+        conn = self.db.reader()
+        for n, record in enumerate(records):
+            known = self._recent.get(texts[n])
+            if known is None and record.get("version", 1) > 1:
+                row = conn.execute(
+                    "SELECT seq FROM records WHERE id = ? AND seq < ? AND content_hash = ? AND op = 'put' "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (record["id"], record["seq"], record["content_hash"]),
+                ).fetchone()
+                known = self.vectors.index.vector(row[0]) if row is not None and texts[n] == record["text"] else None
+            if known is not None:
+                out[n] = known
+            else:
+                waiting.setdefault(texts[n], []).append(n)
+        if waiting:
+            fresh = self.embedder.embed(list(waiting))
+            for vector, (text, positions) in zip(fresh, waiting.items()):
+                out[positions] = vector
+                self._remember(text, vector)
+        return out
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        self._recent[text] = vector
+        self._recent.move_to_end(text)
+        if len(self._recent) > RECENT_TEXTS:
+            self._recent.popitem(last=False)

@@ -1,0 +1,135 @@
+"""The approvals queue: proposals that wait for a human.
+
+Three kinds land here:
+- `identity_change`: an agent's propose_identity_change (add/edit/remove an L0
+  item); approving it needs the same three confirmations as a direct write;
+- `fact`: a fact of medium confidence (0.7-0.9), stored with status `pending`;
+- `agent_write`: any write of an agent configured read-only.
+
+Approving runs the handler registered for the kind (see `MemoryModel`), inside
+the same transaction that marks the approval, so a failure leaves it pending.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from memory_anchor.schemas.memory_model import Decision
+from memory_anchor.worker.memory.common import human_actor, now
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import NotFound, RecordError
+
+# handler(conn, approval, decision) -> id of the record the approval wrote (or None)
+Handler = Callable[[Any, dict[str, Any], Decision], "str | None"]
+RejectHandler = Callable[[Any, dict[str, Any], Decision], None]
+
+
+def _row(row) -> dict[str, Any]:
+    out = dict(row)
+    out["payload"] = json.loads(out.get("payload") or "{}")
+    return out
+
+
+class ApprovalQueue:
+    def __init__(self, db: Database):
+        self.db = db
+        self._on_approve: dict[str, Handler] = {}
+        self._on_reject: dict[str, RejectHandler] = {}
+
+    def register(self, kind: str, on_approve: Handler, on_reject: RejectHandler | None = None) -> None:
+        self._on_approve[kind] = on_approve
+        if on_reject is not None:
+            self._on_reject[kind] = on_reject
+
+    def create(
+        self,
+        conn,
+        kind: str,
+        action: str,
+        payload: dict[str, Any],
+        *,
+        project: str = "",
+        branch: str = "main",
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        record_id: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue a proposal (inside the caller's write transaction)."""
+        row = conn.execute(
+            """INSERT INTO approvals(kind, action, project, branch, agent_id, session_id, record_id, payload, reason, created_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+            (kind, action, project or "", branch or "main", agent_id, session_id, record_id,
+             json.dumps(payload, ensure_ascii=False, default=str), reason, now()),
+        ).fetchone()  # fmt: skip
+        return _row(row)
+
+    def list(self, status: str | None = "pending", kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        where, params = [], []
+        if status:
+            where.append("status = ?")
+            params.append(status)
+        if kind:
+            where.append("kind = ?")
+            params.append(kind)
+        sql = "SELECT * FROM approvals" + (f" WHERE {' AND '.join(where)}" if where else "")
+        rows = self.db.reader().execute(sql + " ORDER BY id LIMIT ?", [*params, limit]).fetchall()
+        return [_row(r) for r in rows]
+
+    @staticmethod
+    def for_record(conn, record_id: str) -> list[dict[str, Any]]:
+        """The approvals about one record, oldest first."""
+        rows = conn.execute("SELECT * FROM approvals WHERE record_id = ? ORDER BY id", (record_id,)).fetchall()
+        return [_row(r) for r in rows]
+
+    def count_pending(self, project: str | None = None) -> int:
+        if project is None:
+            row = self.db.reader().execute("SELECT count(*) FROM approvals WHERE status = 'pending'").fetchone()
+        else:
+            row = self.db.reader().execute(
+                "SELECT count(*) FROM approvals WHERE status = 'pending' AND project IN (?, '')", (project,)
+            ).fetchone()
+        return int(row[0])
+
+    def get(self, approval_id: int, conn=None) -> dict[str, Any]:
+        row = (conn or self.db.reader()).execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"approval {approval_id} not found")
+        return _row(row)
+
+    def approve(self, approval_id: int, decision: Decision) -> dict[str, Any]:
+        if (decision.actor or "").startswith("agent:"):
+            raise RecordError("only a human can approve a proposal", code="forbidden", status=403)
+        with self.db.transaction() as conn:
+            approval = self._pending(conn, approval_id)
+            handler = self._on_approve.get(approval["kind"])
+            if handler is None:
+                raise RecordError(f"no handler for approvals of kind {approval['kind']!r}", code="internal_error", status=500)
+            result_id = handler(conn, approval, decision)
+            self._decide(conn, approval_id, "approved", decision, result_id)
+            return self.get(approval_id, conn)
+
+    def reject(self, approval_id: int, decision: Decision) -> dict[str, Any]:
+        if (decision.actor or "").startswith("agent:"):
+            raise RecordError("only a human can reject a proposal", code="forbidden", status=403)
+        with self.db.transaction() as conn:
+            approval = self._pending(conn, approval_id)
+            handler = self._on_reject.get(approval["kind"])
+            if handler is not None:
+                handler(conn, approval, decision)
+            self._decide(conn, approval_id, "rejected", decision, None)
+            return self.get(approval_id, conn)
+
+    def _pending(self, conn, approval_id: int) -> dict[str, Any]:
+        approval = self.get(approval_id, conn)
+        if approval["status"] != "pending":
+            raise RecordError(f"approval {approval_id} is already {approval['status']}", code="conflict", status=409)
+        return approval
+
+    @staticmethod
+    def _decide(conn, approval_id: int, status: str, decision: Decision, result_id: str | None) -> None:
+        conn.execute(
+            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? WHERE id = ?",
+            (status, now(), human_actor(decision.actor), decision.note, result_id, approval_id),
+        )

@@ -1,0 +1,213 @@
+"""Correcting memory in one step: forget or edit a fact or an open next step.
+
+A fact (rule, decision, preference, root cause, ...) is a versioned record: a
+forget writes a new version with status `forgotten`, an edit a new version with
+the user's text (status `active`, its category kept); `history(id)` shows who did
+it, when and why. An open next step is a row of `open_items`: a forget closes it,
+an edit closes it and opens the user's wording in its place (members of a team
+database may close a step but not rewrite its text).
+
+Either way the wording that goes is added to the forgotten list (forgotten.py),
+which extraction and the open items consult before they write: the same prompt
+again, a re-import of the same history, a later session restating the step or
+Claude proposing the fact again do not bring it back. An edited fact carries a
+person's actor, so an agent's later statement cannot replace it either (the
+conflict rules of conflicts.py). Open conflicts and pending approvals that name
+a corrected fact are settled with it, so its old text leaves the briefing's
+conflict and approval lines too.
+
+Identity items are not corrected here: they keep their own path with three
+confirmations (`memory-anchor identity`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memory_anchor.schemas.corrections import FACT_ID_PATTERN, item_ref
+from memory_anchor.schemas.memory_model import FACT_ACCEPT
+from memory_anchor.worker.memory.common import is_human, now
+from memory_anchor.worker.memory.facts import FactStore
+from memory_anchor.worker.memory.forgotten import Forgotten
+from memory_anchor.worker.memory.steps_done import closed_by_commit
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
+
+EDITABLE = ("active", "pending", "disputed")
+
+
+class Corrections:
+    def __init__(self, db, facts: FactStore, forgotten: Forgotten, redact=None):
+        self.db = db
+        self.facts = facts
+        self.forgotten = forgotten
+        self._redact = redact or (lambda text: text)
+
+    # --- facts ---------------------------------------------------------------------------
+
+    def forget_fact(self, ref: str, *, actor: str, reason: str | None = None, project: str | None = None,
+                    branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
+        with self.db.transaction() as conn:
+            fact = self.find_fact(conn, ref, project=project, branch=branch)
+            if fact["status"] == "forgotten":
+                raise RecordError(f"fact {fact['id'][:8]} is already forgotten", code="conflict", status=409)
+            self._refuse_agent_decision(conn, fact, actor)
+            Records.update(conn, fact["id"], branch=branch, actor=actor, reason=f"FORGET: {reason or 'forgotten'}",
+                           status="forgotten", data={**fact["data"], "forgotten_at": now()})  # fmt: skip
+            entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
+                                          text=fact["text"], action="forget", actor=actor, reason=reason)  # fmt: skip
+            self._settle_decisions(conn, fact["id"], actor, "forgotten", reason)
+        return _outcome("fact", fact["id"], "forget", "forgotten", fact["text"], entry)
+
+    def edit_fact(self, ref: str, text: str, *, actor: str, reason: str | None = None, project: str | None = None,
+                  branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
+        new_text = self._redact(text.strip())
+        with self.db.transaction() as conn:
+            fact = self.find_fact(conn, ref, project=project, branch=branch)
+            if fact["status"] not in EDITABLE:
+                raise RecordError(f"fact {fact['id'][:8]} is {fact['status']}: only a live fact can be edited",
+                                  code="conflict", status=409)  # fmt: skip
+            if new_text == fact["text"]:
+                raise RecordError(f"fact {fact['id'][:8]} already says that", code="nothing_to_change")
+            self._refuse_agent_decision(conn, fact, actor)
+            # Made by a person: active whatever tier it waited in, its category and key kept.
+            record = self.facts.supersede(conn, fact["id"], new_text, confidence=max(float(fact["confidence"] or 0), FACT_ACCEPT),
+                                          actor=actor, reason=f"EDIT: {reason or 'edited'}", branch=branch)  # fmt: skip
+            entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
+                                          text=fact["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
+            self._settle_decisions(conn, fact["id"], actor, "edited", reason)
+        return {**_outcome("fact", fact["id"], "edit", record["status"], record["text"], entry),
+                "previous_text": fact["text"]}  # fmt: skip
+
+    def find_fact(self, conn, ref: str, *, project: str | None = None, branch: str = MAIN) -> dict[str, Any]:
+        """The fact `ref` names: its whole id or its first characters (the briefing shows 8)."""
+        prefix = (ref or "").strip().lower()
+        if not re.fullmatch(FACT_ID_PATTERN, prefix):
+            raise RecordError(f"{ref!r} is not a fact id: give the characters the briefing shows (`fact 1a2b3c4d`)",
+                              code="invalid_id")  # fmt: skip
+        view = resolve_view(conn, branch)
+        # A range on the id (records_by_id) rather than LIKE, which neither engine serves from
+        # the index here; hyphens stripped from the end, which some collations sort apart.
+        low = prefix.rstrip("-")
+        high = low[:-1] + chr(ord(low[-1]) + 1)
+        ids = [r[0] for r in conn.execute("SELECT DISTINCT id FROM records WHERE id >= ? AND id < ?", (low, high))]
+        found = [r for r in (Records.get(conn, i, view) for i in ids if i.startswith(prefix)) if r is not None]
+        if project is not None:
+            found = [r for r in found if r["project"] == project]
+        if any(r["kind"] == "identity" for r in found):
+            raise RecordError("identity items change only with three confirmations: `memory-anchor identity edit|remove "
+                              f"{prefix[:8]}`", code="identity_protected", status=403)  # fmt: skip
+        facts = [r for r in found if r["kind"] == "fact"]
+        if not facts:
+            other = f" ({found[0]['kind']} {found[0]['id'][:8]} is not a fact)" if found else ""
+            raise NotFound(f"no fact {prefix}{' in ' + project if project else ''}{other}")
+        if len(facts) > 1:
+            raise RecordError(f"{prefix} names {len(facts)} facts ({', '.join(f['id'] for f in facts[:5])}): give more "
+                              "of the id", code="ambiguous_id", status=409)  # fmt: skip
+        return facts[0]
+
+    @staticmethod
+    def _refuse_agent_decision(conn, fact: dict[str, Any], actor: str) -> None:
+        """A correction settles a pending approval or an open conflict over the fact, which only a
+        person decides: an agent is refused there, and told where the person decides."""
+        if is_human(actor):
+            return
+        waiting = fact["status"] == "pending" or conn.execute(
+            "SELECT 1 FROM conflicts WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)", (fact["id"], fact["id"])
+        ).fetchone() is not None  # fmt: skip
+        if waiting:
+            raise RecordError(f"fact {fact['id'][:8]} waits for a person's decision (`memory-anchor approvals` or "
+                              "`memory-anchor conflicts`, or the viewer); an agent cannot settle it",
+                              code="human_decision", status=403)  # fmt: skip
+
+    @staticmethod
+    def _settle_decisions(conn, fact_id: str, actor: str, what: str, reason: str | None) -> None:
+        """A pending approval or an open conflict over a corrected fact is decided by the correction."""
+        note = f"fact {what} by {actor}" + (f": {reason}" if reason else "")
+        conn.execute(
+            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, result_id = ?"
+            " WHERE kind = 'fact' AND record_id = ? AND status = 'pending'",
+            ("approved" if what == "edited" else "rejected", now(), actor, note, fact_id if what == "edited" else None,
+             fact_id),
+        )  # fmt: skip
+        conn.execute(
+            "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolved_by = ?, resolution = ?, note = ?"
+            " WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)",
+            (now(), actor, what, note, fact_id, fact_id),
+        )
+
+    # --- next steps -----------------------------------------------------------------------
+
+    def forget_step(self, ref: str | int, *, actor: str, reason: str | None = None) -> dict[str, Any]:
+        with self.db.transaction() as conn:
+            step = self._open_step(conn, ref)
+            self._close(conn, step["id"], actor, f"forgotten: {reason}" if reason else "forgotten")
+            entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
+                                          text=step["text"], action="forget", actor=actor, reason=reason)  # fmt: skip
+        return _outcome("next_step", step["id"], "forget", "forgotten", step["text"], entry)
+
+    def edit_step(self, ref: str | int, text: str, *, actor: str, reason: str | None = None) -> dict[str, Any]:
+        new_text = self._redact(text.strip())
+        with self.db.transaction() as conn:
+            step = self._open_step(conn, ref)
+            if new_text == step["text"]:
+                raise RecordError(f"step {step['id']} already says that", code="nothing_to_change")
+            # The new wording is left by the person who wrote it, not by the session: that
+            # session stating its next steps again withdraws its own open ones, not this.
+            replacement = conn.execute(
+                "INSERT INTO open_items(project, branch, session_id, text, opened_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                (step["project"], step["branch"], actor, new_text, step["opened_at"]),
+            ).fetchone()[0]
+            self._close(conn, step["id"], actor, f"edited into step {replacement}" + (f": {reason}" if reason else ""))
+            entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
+                                          text=step["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
+        return {**_outcome("next_step", replacement, "edit", "open", new_text, entry), "previous_text": step["text"],
+                "replaced_by": str(replacement)}  # fmt: skip
+
+    def steps(self, project: str | None = None, *, closed: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+        """Open next steps, newest first (what the briefing lists), or closed ones, last closed first."""
+        where, params = ["closed_at IS NOT NULL" if closed else "closed_at IS NULL"], []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+        order = "closed_at DESC, id DESC" if closed else "opened_at DESC, id"
+        rows = self.db.reader().execute(
+            f"SELECT * FROM open_items WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", [*params, limit]
+        ).fetchall()
+        return [_step(r) for r in rows]
+
+    @staticmethod
+    def _open_step(conn, ref: str | int) -> dict[str, Any]:
+        number = _step_number(ref)
+        row = conn.execute("SELECT * FROM open_items WHERE id = ?", (number,)).fetchone()
+        if row is None:
+            raise NotFound(f"no next step {number}")
+        step = _step(row)
+        if step["closed_at"] is not None:
+            why = f" ({step['closed_because']})" if step.get("closed_because") else ""
+            raise RecordError(f"step {step['id']} is already closed{why}", code="conflict", status=409)
+        return step
+
+    @staticmethod
+    def _close(conn, step_id: int, actor: str, because: str) -> None:
+        conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? WHERE id = ?",
+                     (now(), actor, because, step_id))  # fmt: skip
+
+
+def _step(row) -> dict[str, Any]:
+    out = dict(row)
+    out.pop("author", None)  # the team database's bookkeeping
+    out["closed_by_commit"] = closed_by_commit(out)
+    return out
+
+
+def _step_number(ref: str | int) -> int:
+    text = str(ref).strip()
+    if not text.isdigit() or int(text) >= 2**63:
+        raise RecordError(f"{ref!r} is not a next step's number (`step 12`)", code="invalid_id")
+    return int(text)
+
+
+def _outcome(kind: str, item_id: Any, action: str, status: str, text: str, entry: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": kind, "id": str(item_id), "ref": item_ref(kind, item_id), "action": action, "status": status,
+            "text": text, "actor": entry["actor"], "reason": entry["reason"], "forgotten_id": entry["id"]}  # fmt: skip

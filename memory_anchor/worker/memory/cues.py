@@ -1,0 +1,145 @@
+"""Cue words and sentences: what the local readers share.
+
+The local path reads knowledge without Claude from plain text:
+`instructions.py` the user's standing instructions in a prompt, `outcomes.py`
+what Claude's last message says was done, found and left. Both work per
+sentence (`sentences`), in English, Chinese, Japanese and Korean, and share the
+cue words here: the CJK cue words of rules, decisions and preferences, hedges,
+one-off markers, questions, and the terms an instruction says it replaces.
+`terms` and `covers` match two texts by their words (CJK by character pairs):
+open items closed by a later outcome, rules recalled for a prompt.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_anchor.worker.memory.common import tokens
+from memory_anchor.worker.memory.text import clip
+
+MAX_STATEMENT_CHARS = 300
+
+
+def _any(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+
+
+# --- shared by the readers ---------------------------------------------------------
+
+# Chinese, Japanese and Korean cue words of standing statements (instructions.py reads English by form).
+CJK_RULE = _any(
+    r"以后|今后|从现在起|从今以后|往后|始终|总是|一律|务必|每次|不要再|别再|不要|不许|不准|禁止|千万别|永远不要|必须",
+    r"今後|これから(は|も)|常に|いつも|必ず|毎回|しないで|しないこと|使わないで|禁止|やめて|ないように",
+    r"앞으로|항상|언제나|반드시|매번|하지\s?마|하지\s?말|쓰지\s?마|사용하지\s?마|금지",
+)
+CJK_DECISION = _any(
+    r"决定|决策|定下来|就用|改用|换成|统一用|采用|而不是|代替|取代|不再用",
+    r"決定|決めた|決めました|ことにし|に変更|に切り替え|の代わりに|ではなく|を採用",
+    r"결정|하기로|쓰기로|사용하기로|대신|로 바꾸|으로 바꾸|로 변경|으로 변경",
+)
+CJK_PREFERENCE = _any(
+    r"更喜欢|偏好|优先用|优先使用|倾向于",
+    r"好み|好きです|優先して|の方がいい",
+    r"선호|더 좋아",
+)
+HEDGE = _any(
+    r"\b(maybe|perhaps|might|i think|i guess|not sure|probably|could we|should we)\b",
+    r"也许|可能|我觉得|好像|不确定",
+    r"かもしれない|たぶん|多分|と思う",
+    r"아마|것 같|글쎄",
+)
+_REPLACES = [
+    re.compile(r"(?i)\b(?:instead of|rather than|no longer use|no longer|switch(?:ed)? from|migrat\w* from|not)\s+"
+               r"(?:using |with |the )?([\w.@/+-]+(?:\s[\w.@/+-]+)?)"),  # fmt: skip
+    re.compile(r"(?i)\breplac\w* ([\w.@/+-]+) with\b"),
+    re.compile(r"(?:不再用|不要再用|别再用|而不是|代替|取代|不用)\s*([A-Za-z0-9_.@/+-]+|[\u4e00-\u9fff]{2,6})"),
+    re.compile(r"([A-Za-z0-9_.@/+-]+|[\u3040-\u30ff\u4e00-\u9fff]{2,6})\s*(?:の代わりに|ではなく|[をは]使わないで)"),
+    re.compile(r"([A-Za-z0-9_.@/+-]+|[\uac00-\ud7af]{2,6})\s*(?:대신|말고|쓰지\s?마|사용하지\s?마)"),
+]
+# One-off instructions are not standing ones.
+ONE_OFF = _any(r"\b(for now|this time|just this once|right now|for today|temporarily)\b", r"暂时|这次|这一次|先不",
+               r"今回|とりあえず|一旦", r"이번에는|이번만|일단")
+QUESTION = re.compile(r"[?？]\s*$|^(how|what|why|where|when|which|who|can|could|should|is|are|do|does|did|would|will|shall)\b", re.I)
+_FILLER = re.compile(r"(?i)^(ok(ay)?|also|and|so|btw|by the way|note|fyi|hey|thanks?)[,:!.\s]+")
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK_CHAR.search(text or ""))
+
+
+HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)?([^:：*#]{1,40}?)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(.*)$")
+BULLET = re.compile(r"^\s*(?:[-*•・]|\d+[.)、]|[（(]?\d+[)）])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|(?<=[。！？；])")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences and list items of a text, in order, markdown emphasis removed."""
+    out = []
+    for line in (text or "").splitlines():
+        line = BULLET.sub("", line.replace("**", "").replace("__", "")).strip()
+        if not line:
+            continue
+        out += [part.strip() for part in _SENTENCE_END.split(line) if part and part.strip()]
+    return out
+
+
+def clean_sentence(sentence: str) -> str:
+    """The sentence without filler words in front or punctuation at the end, at most MAX_STATEMENT_CHARS."""
+    sentence = _FILLER.sub("", sentence.strip()).strip()
+    sentence = sentence.rstrip("。.!！；; ")
+    if len(sentence) > MAX_STATEMENT_CHARS:
+        sentence = clip(sentence, MAX_STATEMENT_CHARS)
+    return sentence
+
+
+def replaced_terms(sentence: str) -> list[str]:
+    """What a statement says it replaces: "instead of Y", "不再用 Y", "Y の代わりに"."""
+    found = []
+    for pattern in _REPLACES:
+        for match in pattern.finditer(sentence):
+            value = match.group(1).strip(" .,;:'\"`")
+            if value and value.lower() not in {"a", "the", "to", "be", "it", "this", "that", "only", "just", "yet"}:
+                found.append(value)
+    return list(dict.fromkeys(found))
+
+
+# --- matching -----------------------------------------------------------------------
+
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+
+
+def terms(text: str) -> set[str]:
+    """The words of a text for matching: stemmed words, and bigrams of CJK runs (no spaces there)."""
+    out = set()
+    for token in tokens(text):
+        if _CJK_RUN.fullmatch(token):
+            continue
+        out.add(token)
+    for run in _CJK_RUN.findall(text or ""):
+        out.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
+    return out
+
+
+def covers_characters(text: str, item: str, *, at_least: float = 0.6) -> bool:
+    """`covers` for a CJK item, one character a word: a paraphrase keeps the writer's characters
+    but few of their bigrams ("不要再用 flake8" said again as "不再使用 flake8")."""
+    if not _CJK_RUN.search(item or ""):
+        return False
+
+    def characters(value: str) -> set[str]:
+        words = {t for t in terms(value) if not _CJK_RUN.search(t)}
+        return words.union(*(set(run) for run in _CJK_RUN.findall(value or "")))
+
+    wanted, said = characters(item), characters(text)
+    shared = len(wanted & said)
+    return shared >= min(2, len(wanted)) and shared / len(wanted) >= at_least
+
+
+def covers(text: str, item: str, *, at_least: float = 0.6) -> bool:
+    """Does `text` say most of what `item` says (its words, two of them at least)?"""
+    wanted, said = terms(item), terms(text)
+    if not wanted:
+        return False
+    shared = len(wanted & said)
+    return shared >= min(2, len(wanted)) and shared / len(wanted) >= at_least

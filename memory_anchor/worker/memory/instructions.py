@@ -1,0 +1,256 @@
+"""The user's standing instructions, decisions and preferences, read from a prompt without Claude.
+
+The briefing tells Claude to follow every rule it lists, so a rule must be one
+the user gave, as a lasting instruction, in their own words. Two tests decide:
+
+1. **Where the sentence stands** (`user_words.own_words`): never in Claude Code's
+   own text, never in pasted material (an issue, a log, code, a document), and
+   in a long prompt only in the user's opening or closing paragraph.
+2. **How it is said.** A word like "always", "never" or "instead of" is not
+   enough: "It always seems to be /Users which is last" describes, "URLField
+   throws ValueError instead of ValidationError" reports. An English sentence
+   counts only in the form of an instruction addressed to the assistant or a
+   convention of the team: an imperative with "always"/"never", a prohibition,
+   "from now on …", "you/we should always …", "make sure to … before …",
+   "we use/deploy with …", "decision: …", "let's use X instead of Y", "I prefer
+   …". Questions, one-off requests ("for now", "this time", "yet"), replies that
+   pick an option ("let's go with the second one"), conditions ("if we drop
+   …"), narration ("I have a project where I never …") and fragments never do.
+   Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
+   under the same tests of place, question and one-off.
+
+Confidence follows seed 002's tiers: said plainly, 0.95 (active, briefed); a
+convention in passing, 0.9; hedged or uncertain ("maybe", "make sure to …"
+without a when), 0.75: it waits for a human's approval and stays out of the
+briefing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memory_anchor.worker.memory.cues import (
+    CJK_DECISION,
+    CJK_PREFERENCE,
+    CJK_RULE,
+    HEDGE,
+    ONE_OFF,
+    QUESTION,
+    clean_sentence,
+    has_cjk,
+    replaced_terms,
+    sentences,
+)
+from memory_anchor.worker.memory.user_words import own_words
+
+PLAIN = 0.95  # said plainly: seed 002's "active" tier (>= 0.9)
+USUAL = 0.9  # a convention stated in passing ("we deploy with …")
+HEDGED = 0.75  # hedged or unsure: the "pending approval" tier (0.7-0.9), never briefed
+
+
+@dataclass
+class Statement:
+    kind: str  # rule | decision | preference
+    text: str
+    confidence: float
+    replaces: list[str] = field(default_factory=list)  # what it supersedes ("instead of Y", "不再用 Y")
+
+
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+# Words before the instruction that change nothing: "btw", "also", "please", "oh and", "one more thing:".
+_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
+               r"thanks?(?: you)?|important|remember this|rule|please|pls|just|yes|yeah|right|great|good|cool|"
+               r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
+# A frame that makes what follows last: "from now on, …", "in this repo, …", "whenever you commit, …".
+_LASTING_FRAME = _re(
+    r"^(?:from now on|going forward|moving forward|in (?:the )?future|henceforth|from here on(?: out)?|"
+    r"for (?:all|every|any) (?:future )?\w+(?: \w+)?|in (?:this|our|the) (?:project|repo(?:sitory)?|codebase|code base|team)|"
+    r"(?:every|each) time(?: (?:you|we) [^,]+)?|whenever (?:you|we) [^,]+|"
+    r"(?:when|before|after|once) (?:you|we) (?:commit|push|merge|release|deploy|write|add|create|open|change|edit|"
+    r"touch|finish|run|make|start|end)[^,]*|"
+    # "when I ask where, I need file paths", also unpunctuated: the frame ends where the user's want begins
+    r"when(?:ever)? i (?:ask|say|type|write|mention|request|tell)\b[^,]*?(?=,|:|\s+(?:i|you)\s+(?:need|want|expect|should|must|always|never)\b|$))\s*[,:]?\s*"
+)
+# Said to hold until the user changes it, even when it also says "for now".
+_UNTIL_CHANGED = _re(r"\buntil (?:(?:i|we) (?:say|tell you|decide) otherwise|told otherwise|further notice|(?:i|we) change (?:it|that|this))\b")
+_ALWAYS_NEVER = _re(r"^(?:always|never)\b(?!\s+mind\b)")
+_PROHIBITION = _re(r"^(?:(?:do not|don'?t|dont|never ever|please don'?t|pls don'?t)\s+(?:ever\s+)?)([a-z]+)")
+_STOP_DOING = _re(r"^(?:stop|quit|no more)\s+\w+ing\b|^no more\s+\w+")
+_MODAL_WE_YOU = _re(r"^(?:you|we)\s+(?:should|must|need to|have to|shall|are to|'ll|will)\s+(?:always|never|not ever)\b"
+                    r"|^(?:you|we)\s+(?:always|never)\s+(?!seem|get|got|had|have been)\w+")  # fmt: skip
+_WANT_YOU = _re(r"^i(?:'d| would)? (?:want|like|need) you to (?:always|never)\b|^i don'?t want you to (?:ever )?\w+")
+_MAKE_SURE = _re(r"^(?:make sure|be sure|remember|don'?t forget)\b")
+_WHEN_WORDS = _re(r"\b(?:always|never|every|each|whenever|before (?:you |we )?\w+|after (?:you |we )?\w+|"
+                  r"any ?time|all (?:the )?\w+s)\b")  # fmt: skip
+_THING_MUST = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one)\b)[\w`'\".-]+(?: [\w`'\".-]+){0,5}\s+"
+                  r"(?:should|must|shall|need to|has to|have to)\s+(?:always|never|not ever)\b")  # fmt: skip
+_DECISION_LABEL = _re(r"^(?:decision\s*:|decided\s*:|we(?:'ve| have)? decided\b)")
+_WE_WILL_USE = _re(r"^(?:let'?s|let us|we'?ll|we will|we'?re going to|we are going to|we should)\s+"
+                   r"(?:use|go with|switch to|stick (?:with|to)|keep|move to|adopt|stay (?:on|with)|standardi[sz]e on)\b")  # fmt: skip
+_USE_X_NOT_Y = _re(r"^(?:use|prefer|pick|choose|go with|stick (?:with|to))\s+.+?\s*(?:\binstead of\b|\brather than\b|\bover\b|,\s*not\b|\bnot\b)")
+_WE_CONVENTION = _re(r"^(?:we|our team|the team)\s+(?:use|deploy|host|ship|release|format|lint|target|support|follow|"
+                     r"require|prefer|name|write|store|log|version|tag|build|test|run|treat|consider|view|count|define|call)\s+(?:\w+\s+){0,2}?"
+                     r"(?:with|to|on|using|via|in|through|as|our|the|\S*[A-Z.\d`]\S*)")  # fmt: skip
+# Where things go: "… should live in `systems/nixos/default.nix`", "tests go under tests/unit".
+_BELONGS_IN = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one)\b).{3,120}?\b"
+                  r"(?:(?:should|must|shall|always) (?:live|go|belong|be (?:kept|placed|stored|defined|put))|lives|goes|belongs)\s+(?:in|under|inside|into)\s+`?[\w.-]*/[\w./-]*`?")  # fmt: skip
+# What the user wants, said inside a lasting frame ("when I ask where, I need file paths"); "I need to …" is their own task.
+_I_WANT = _re(r"^i\s+(?:need|want|expect|(?:'d|would) like)\s+(?!to\b|it\b|this\b|that\b)\w")
+# The user's own way of working, said of a tool: "I use direnv to set up the dev shell", "I use uv for packaging".
+# Not when the sentence goes on to report a problem ("… but it returns None") or names no tool ("I use it for …").
+_I_USE = _re(r"^i\s+(?:always\s+|usually\s+|normally\s+)?use\s+(?!it\b|this\b|that\b|these\b|those\b|them\b|the same\b|all\b)"
+             r"\S+(?:\s+\S+){0,3}?\s+(?:to|for|as)\s+\w")
+_REPORTS_A_PROBLEM = _re(r"\b(?:but|however|although|though|except|yet|until|fails?|failing|breaks?|broken|error|crash(?:es)?)\b")
+_YOU_MUST = _re(r"^you\s+(?:should|must|need to|have to)\b")
+_PREFER = _re(r"^(?:i|we)(?:'d| would)?\s+(?:prefer|rather)\b|^prefer\s+\S|^(?:i'?m|we'?re|i am|we are) not (?:a )?fans? of\b")
+# Reasons a sentence that looks like an instruction is not a standing one.
+_CONDITION = _re(r"^(?:if|unless|although|though|as far as|assuming|given that|in case|since|because|while)\b")
+_NARRATIVE = _re(r"\b(?:was|were|had|did|has been|have been|used to|seems?|seemed|appears?|appeared|looks like|turned out|"
+                 r"happens?|happened|i noticed|i found|i saw|i tried|i have a|we have a|i had|we had)\b")  # fmt: skip
+_PICKS_AN_OPTION = _re(r"\b(?:option|approach|alternative|plan|choice|variant|solution|proposal)\s*(?:#?\d+|[a-d]\b|one|two|three)|"
+                       r"\bthe (?:first|second|third|last|other|former|latter|same|previous|above|below)\b(?:\s+(?:one|option|approach|way|version))?|"
+                       r"\b(?:that|this|the) one\b|\b(?:yours|mine)\b")  # fmt: skip
+_TASK_BOUND = _re(r"\b(?:yet|for now|this time|right now|at the moment|for the moment|today|temporarily|in this (?:pr|commit|task|"
+                  r"session|change|branch|file|function|test|step)|this (?:pr|commit|file|function|test|branch)|these (?:files|tests)|"
+                  r"(?:it|them|those)\s*$)\b")  # fmt: skip
+
+
+def standing_statements(prompt: str, *, answers_a_question: bool = False) -> list[Statement]:
+    """The standing instructions, decisions and preferences in a prompt's own words.
+
+    `answers_a_question`: the prompt replies to a question Claude asked ("Which
+    do you prefer?"). A reply picks for the matter at hand: only what it says
+    plainly will last ("always …", "from now on …") stands; "let's use X" there
+    waits for a human's approval.
+    """
+    out: list[Statement] = []
+    for paragraph in own_words(prompt):
+        for sentence in sentences(paragraph):
+            statement = _statement(sentence)
+            if statement is not None and answers_a_question and statement.confidence < PLAIN:
+                statement.confidence = HEDGED
+            if statement is not None:
+                out.append(statement)
+    return _unique(out)
+
+
+def _statement(sentence: str) -> Statement | None:
+    if _asks(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
+        return None
+    text = clean_sentence(sentence)
+    if len(text) < 6:
+        return None
+    if has_cjk(text):
+        return _cjk_statement(sentence, text)
+    found = _english_form(text)
+    if found is None:
+        return None
+    kind, confidence = found
+    if HEDGE.search(sentence):
+        confidence = min(confidence, HEDGED)
+    return Statement(kind, text, confidence, replaced_terms(sentence))
+
+
+def _asks(sentence: str) -> bool:
+    """A question. "When you commit, run the linter" opens like one ("when …") but lays down a rule."""
+    if not QUESTION.search(sentence):
+        return False
+    stripped = sentence.strip()
+    if stripped.endswith(("?", "？")):
+        return True
+    opened = _LEAD_IN.sub("", stripped)
+    core = _LASTING_FRAME.sub("", opened, count=1).strip()
+    return core == opened or not (_looks_imperative(core) or _I_WANT.match(core) or _YOU_MUST.match(core))
+
+
+def _english_form(text: str) -> tuple[str, float] | None:
+    """(kind, confidence) when the sentence is said as a lasting instruction, else None."""
+    core = _LEAD_IN.sub("", text).strip()
+    if len(core.split()) < 3 or _PICKS_AN_OPTION.search(core):
+        return None
+    if _CONDITION.match(core):  # "If you add a migration, always run …": the main clause decides
+        head, comma, rest = core.partition(",")
+        if not comma:
+            return None
+        core = rest.strip()
+    framed = bool(_UNTIL_CHANGED.search(core))
+    if framed:  # "for now … until told otherwise" holds until changed: "for now" is not a one-off here
+        core = re.sub(r"(?i)^for now\b[,\s]*", "", core)
+    framed_core = _LASTING_FRAME.sub("", core, count=1).strip()
+    framed = framed or framed_core != core
+    core = _LEAD_IN.sub("", framed_core).strip()
+    if len(core.split()) < 2 or _NARRATIVE.search(core):
+        return None
+    task_bound = bool(_TASK_BOUND.search(core)) and not _UNTIL_CHANGED.search(core)
+    if _DECISION_LABEL.match(core):
+        return ("decision", PLAIN) if not task_bound else None
+    if _PREFER.match(core):
+        return ("preference", PLAIN) if not task_bound else None
+    if _ALWAYS_NEVER.match(core) or _MODAL_WE_YOU.match(core) or _WANT_YOU.match(core):
+        return "rule", PLAIN
+    if _USE_X_NOT_Y.match(core):
+        return ("decision", PLAIN) if not task_bound else None
+    if _THING_MUST.match(core):
+        return "rule", USUAL
+    if _BELONGS_IN.match(core) and not task_bound:
+        return "decision", USUAL
+    if task_bound:
+        return None
+    if _PROHIBITION.match(core):
+        return "rule", PLAIN if framed or _re(r"\b(?:ever|again|anymore|any more)\b").search(core) else HEDGED
+    if _STOP_DOING.match(core):
+        return "rule", PLAIN if framed else USUAL
+    if _WE_WILL_USE.match(core):
+        return "decision", PLAIN if framed else USUAL
+    if _WE_CONVENTION.match(core):
+        return "decision", USUAL
+    if _I_USE.match(core) and not _REPORTS_A_PROBLEM.search(core):
+        return "preference", USUAL
+    if _MAKE_SURE.match(core):
+        return "rule", PLAIN if framed or _WHEN_WORDS.search(core) else HEDGED
+    if framed and (_looks_imperative(core) or _I_WANT.match(core)):
+        return "rule", PLAIN
+    return None
+
+
+_IMPERATIVE = _re(r"^(?:use|run|add|write|keep|put|make|avoid|follow|commit|push|test|check|name|format|lint|document|"
+                  r"update|call|import|store|log|return|raise|handle|ask|tell|answer|reply|respond|explain|comment|"
+                  r"create|remove|delete|leave|include|exclude|wrap|split|place|stick|treat|mark|tag|bump|build|"
+                  r"deploy|release|install|pin|lock|review|squash|rebase|merge|open|read|print|show|report|speak|"
+                  r"talk|be|give|prefix|suffix|sort|group|type|annotate|validate|verify|start|end|target|support|"
+                  r"default|send|save|skip|ignore|mention|cite|link|prefer|reference|do)\b")  # fmt: skip
+
+
+def _looks_imperative(core: str) -> bool:
+    return bool(_IMPERATIVE.match(core))
+
+
+def _cjk_statement(sentence: str, text: str) -> Statement | None:
+    if CJK_PREFERENCE.search(sentence):
+        kind = "preference"
+    elif CJK_DECISION.search(sentence):
+        kind = "decision"
+    elif CJK_RULE.search(sentence):
+        kind = "rule"
+    else:
+        return None
+    if CJK_RULE.search(sentence) and kind == "decision" and not replaced_terms(sentence):
+        kind = "rule"  # "以后统一用 X" is an instruction first
+    plain = kind != "decision" or CJK_RULE.search(sentence) or re.match(r"(决定|決定|결정)", text)
+    confidence = HEDGED if HEDGE.search(sentence) else PLAIN if plain else USUAL
+    return Statement(kind, text, confidence, replaced_terms(sentence))
+
+
+def _unique(items: list[Statement]) -> list[Statement]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = " ".join(item.text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out

@@ -1,0 +1,190 @@
+"""Claude Code sessions: which project and branch they write to, and their summaries."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from memory_anchor.core.projects import is_excluded, project_for_cwd, relative_once
+from memory_anchor.schemas.events import typed_by_person
+from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
+from memory_anchor.worker.memory.text import clip
+from memory_anchor.worker.store.records import Records, resolve_view
+
+log = logging.getLogger(__name__)
+SUMMARY_NAMESPACE = uuid.UUID("6f0b8a1e-3c1d-4b7e-9a52-1d2f3e4a5b6c")
+
+
+def summary_id(session_id: str) -> str:
+    """A session's summary keeps one id; each Stop writes its next version."""
+    return str(uuid.uuid5(SUMMARY_NAMESPACE, session_id or "unknown"))
+
+
+class Sessions:
+    def __init__(self, services):
+        self.services = services
+
+    def touch(self, conn, event: InboxEvent) -> dict[str, Any]:
+        """Create or refresh the session row for an event; returns it (plus `excluded`)."""
+        payload = event.payload
+        session_id = event.session_id or "unknown"
+        now = happened_at(event)
+        row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            project = self.services.project_for_cwd(cwd)
+            branch = self.choose_branch(conn, event)
+            conn.execute(
+                """INSERT INTO sessions(session_id, project, cwd, branch, agent_id, transcript_path, source,
+                                        started_at, last_seen_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    session_id, project, cwd, branch, event.agent_id,
+                    payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None,
+                    payload.get("source") if isinstance(payload.get("source"), str) else event.origin, now, now,
+                ),
+            )  # fmt: skip
+        else:
+            counter = {"UserPromptSubmit": "prompt_count", "PostToolUse": "tool_count"}.get(event.event)
+            bump = f", {counter} = {counter} + 1" if counter else ""
+            # The later of the two: imported events may come in a little out of order (PostgreSQL has no max(a, b)).
+            conn.execute(f"""UPDATE sessions SET last_seen_at = CASE WHEN last_seen_at > ? THEN last_seen_at ELSE ? END{bump}
+                             WHERE session_id = ?""", (now, now, session_id))  # fmt: skip
+        session = dict(conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone())
+        session["branch"] = self._write_branch(conn, session)
+        patterns = self.services.settings.excluded_projects
+        # Exclusions name directories on this machine (the project's name may be its git remote).
+        session["excluded"] = bool(patterns) and is_excluded(project_for_cwd(session["cwd"]) or session["project"], patterns)
+        return session
+
+    @staticmethod
+    def _write_branch(conn, session: dict[str, Any]) -> str:
+        """The session's branch, or the ancestor it writes to while that branch is archived."""
+        from memory_anchor.worker.branching.branches import writable_branch
+
+        branch = writable_branch(conn, session["branch"])
+        if branch != session["branch"]:
+            log.warning(
+                "branch %r of session %s is archived (read-only); writing its captured events to %r",
+                session["branch"], session["session_id"], branch,
+            )  # fmt: skip
+        return branch
+
+    def choose_branch(self, conn, event: InboxEvent) -> str:
+        """The branch a session writes to: switch > env header > fork auto-branch > default (memory_anchor.worker.branching.sessions)."""
+        from memory_anchor.worker.branching.sessions import branch_for_session
+
+        return branch_for_session(conn, event.session_id, event.payload, event.branch, self.services.settings)
+
+    def last_message_asked(self, conn, event: InboxEvent, session: dict[str, Any]) -> bool:
+        """Did Claude's last message in this session end with a question to the user (its summary says)?"""
+        summary = Records.get(conn, summary_id(event.session_id or "unknown"), resolve_view(conn, session["branch"]))
+        return bool(summary and (summary.get("data") or {}).get("asks_user"))
+
+    def end(self, conn, event: InboxEvent) -> None:
+        reason = event.payload.get("reason")
+        conn.execute(
+            "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE session_id = ?",
+            (happened_at(event), reason if isinstance(reason, str) else None, event.session_id or "unknown"),
+        )
+
+    def prepare_summary(self, event: InboxEvent):
+        """A summary draft of the session so far, or None when nothing new happened (or the
+        session only paused for its background work).
+
+        Runs outside any transaction: it may call Claude.
+        """
+        if event.event == "Stop" and event.payload.get("background_tasks"):
+            # Paused, not done: a background subagent still works and wakes the session (2.1.198+).
+            # Its outcome waits for the Stop (or SessionEnd) after that work.
+            return None
+        conn = self.services.db.reader()
+        session_id = event.session_id or "unknown"
+        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        view = resolve_view(conn, row["branch"] if row else "main")
+        activity, _ = Records.query(
+            conn, view, filters={"session_id": session_id, "kind": ["prompt", "observation"]},
+            order="seq ASC", limit=200,
+        )  # fmt: skip
+        if not activity:
+            return None
+        existing = Records.get(conn, summary_id(session_id), view)
+        if existing is not None and existing["seq"] > activity[-1]["seq"] and event.event != "SessionEnd":
+            return None
+        # What the user asked: only what a person typed (not a prompt the SDK or a schedule sent).
+        prompts = [r["text"] for r in activity if r["kind"] == "prompt" and typed_by_person(r)]
+        observations = [r for r in activity if r["kind"] == "observation"]
+        last = event.payload.get("last_assistant_message")
+        summary = self.services.distiller.session_summary(
+            prompts, observations, last if isinstance(last, str) else None, local_only=event.local_only
+        )
+        if existing is not None and not (isinstance(last, str) and last.strip()):
+            summary = keep_outcome(summary, existing.get("data") or {})
+        return summary
+
+    def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
+        session_id = event.session_id or "unknown"
+        if self.services.shared_store and summary.request:
+            # On a team database a summary is shared while the prompts it quotes are their
+            # author's alone: the team gets the outcome (done, root causes, next), not the asking.
+            summary = summary.model_copy(update={"request": ""})
+            summary.text = summary.rendered_text()
+        text = summary.text
+        data = summary.model_dump()
+        record_id = summary_id(session_id)
+        view = resolve_view(conn, session["branch"])
+        data.update(self._code_data(conn, event, session, view, data))
+        common = dict(
+            branch=session["branch"], actor=session.get("agent_id") or "claude-code",
+            title=summary_title(summary, session["project"]) or text.split("\n", 1)[0][:160], data=data,
+            happened_at=event.received_at,
+            source_id=f"inbox:{event.id}",
+        )  # fmt: skip
+        if Records.get(conn, record_id, view) is not None:
+            return Records.update(conn, record_id, view=view, reason="summary updated", text=text, **common)
+        return Records.put(
+            conn, "summary", text, record_id=record_id, reason="summary", project=session["project"],
+            session_id=session_id, agent_id=session.get("agent_id"), **common,
+        )  # fmt: skip
+
+    def _code_data(self, conn, event: InboxEvent, session: dict[str, Any], view, data: dict[str, Any]) -> dict[str, Any]:
+        """The files the session changed as they are at its end, each with what its edits put in
+        that is still there, and the HEAD then ({"code", "code_head"}); nothing for history
+        imported from long ago."""
+        if event.origin == HISTORY:
+            return {}
+        edits = []
+        if data.get("files_changed"):
+            edits, _ = Records.query(conn, view, filters={"session_id": session["session_id"], "kind": "observation"},
+                                     order="seq ASC", limit=500)  # fmt: skip
+        return self.services.codebase.summary_data({"kind": "summary", "data": data}, edits,
+                                                   project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
+
+
+def summary_title(summary, project: str | None) -> str:
+    """What a session was: what was asked and the files it changed, in one line of about 100 characters
+    (a search hit's index line shows the title that long: "how did we fix X?" is answered by the files)."""
+    files = relative_once(summary.files_changed, project)
+    if not summary.request or not files:
+        return ""
+    changed = ", ".join(files[:2]) + (f" (+{len(files) - 2})" if len(files) > 2 else "")
+    return f"{clip(summary.request, max(30, 89 - len(changed)))} → changed {changed}"[:160]
+
+
+def happened_at(event: InboxEvent) -> float:
+    """When the event happened: when it arrived, or an imported event's original time."""
+    return event.received_at or time.time()
+
+
+def keep_outcome(summary, earlier: dict[str, Any]):
+    """A summary rewritten without Claude's last message (SessionEnd) keeps the outcome the Stop before it read."""
+    carried = {k: earlier[k] for k in ("done", "root_causes", "next", "completed") if earlier.get(k) and not getattr(summary, k)}
+    if not carried:
+        return summary
+    summary = summary.model_copy(update=carried)
+    if carried.get("next") and not summary.next_steps:
+        summary.next_steps = "; ".join(carried["next"])
+    summary.text = summary.render()
+    return summary

@@ -1,0 +1,125 @@
+"""The SQLite database: connections, pragmas, transactions and migrations.
+
+One writer: every write goes through `Database.transaction()`, which holds a
+process-wide lock and a `BEGIN IMMEDIATE` transaction, so a write waits for a
+lock instead of failing. Reads use a per-thread connection; WAL mode lets them
+run beside the writer and see only committed data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memory_anchor.worker.store.cjk import SQL_FUNCTION, index_words
+from memory_anchor.worker.store.dialect import SQLITE
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class Connection(sqlite3.Connection):
+    """A connection that knows when its current write transaction began.
+
+    Records stamp every row a transaction writes with that one time, so a
+    timestamp `as_of` always falls between transactions, never inside one.
+    """
+
+    dialect = SQLITE
+    transaction_started_at: float | None = None
+
+
+def connect(path: Path | str) -> Connection:
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, factory=Connection
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL mode survives a process crash or SIGKILL (what we promise);
+    # only an OS crash or power cut can lose the last commits.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    # The keyword index's triggers call it (migration 0005_cjk_keywords): every connection that writes needs it.
+    conn.create_function(SQL_FUNCTION, 1, index_words, deterministic=True)
+    return conn
+
+
+class Database:
+    """The worker's handle on memory.sqlite3."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_lock = threading.RLock()
+        self._writer = connect(self.path)
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        from memory_anchor.worker.store.migrations import apply_migrations
+
+        with self.transaction() as conn:
+            apply_migrations(conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """An immediate write transaction; commits on success, rolls back on error."""
+        with self._write_lock:
+            conn = self._writer
+            if conn.in_transaction:  # nested use joins the outer transaction
+                yield conn
+                return
+            _begin_immediate(conn)
+            conn.transaction_started_at = time.time()
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+            finally:
+                conn.transaction_started_at = None
+
+    def reader(self) -> sqlite3.Connection:
+        """A read connection for the calling thread (the writer's, inside a write)."""
+        if self._writer.in_transaction and self._write_lock._is_owned():  # type: ignore[attr-defined]
+            return self._writer
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path)
+            conn.execute("PRAGMA query_only=ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._readers.clear()
+        with self._write_lock:
+            self._writer.close()
+
+
+def _begin_immediate(conn: sqlite3.Connection) -> None:
+    # busy_timeout covers most waits; this loop covers the rare SQLITE_BUSY that
+    # WAL checkpoints raise without waiting, so a write is never dropped.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

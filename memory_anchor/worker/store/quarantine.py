@@ -1,0 +1,100 @@
+"""The quarantine: work that keeps failing is parked here so the rest flows on.
+
+An inbox event whose processing raised QUARANTINE_AFTER times, or a record
+version that could not be embedded that many times, gets a row here with its
+last error, its attempts and when it was parked; the worker log says so once.
+Nothing is deleted: `retry` puts it back in line, `drop` discards it (the user's
+call, through `memory-anchor inbox retry|drop ID` or the viewer).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from typing import Any
+
+from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.records import NotFound
+
+log = logging.getLogger(__name__)
+
+# Failures (the same event, each try after a backoff) before it is parked.
+QUARANTINE_AFTER = 3
+
+
+class Quarantine:
+    def __init__(self, db: Database):
+        self.db = db
+
+    @staticmethod
+    def park_event(conn: sqlite3.Connection, inbox_id: int, event: str, session_id: str | None, error: str, attempts: int) -> None:
+        conn.execute("UPDATE inbox SET status = 'quarantined', attempts = ?, error = ? WHERE id = ?", (attempts, error[:2000], inbox_id))
+        conn.execute(
+            """INSERT INTO quarantine(stage, inbox_id, event, session_id, error, attempts, quarantined_at)
+               VALUES ('capture', ?, ?, ?, ?, ?, ?)""",
+            (inbox_id, event, session_id, error[:2000], attempts, time.time()),
+        )
+        log.error(
+            "QUARANTINED inbox event %d (%s, session %s) after %d failed attempts: %s. Later events go on; "
+            "see `memory-anchor inbox`, then `memory-anchor inbox retry|drop ID`.",
+            inbox_id, event, session_id, attempts, error.splitlines()[0][:300] if error else "",
+        )  # fmt: skip
+
+    def park_record(self, seq: int, error: str, attempts: int) -> None:
+        """A record version that could not be embedded: out of the indexing queue, into quarantine."""
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT kind, session_id FROM records WHERE seq = ?", (seq,)).fetchone()
+            conn.execute("DELETE FROM pending_vectors WHERE seq = ?", (seq,))
+            conn.execute(
+                """INSERT OR REPLACE INTO quarantine(stage, record_seq, event, session_id, error, attempts, quarantined_at)
+                   VALUES ('index', ?, ?, ?, ?, ?, ?)""",
+                (seq, row[0] if row else None, row[1] if row else None, error[:2000], attempts, time.time()),
+            )
+        log.error(
+            "QUARANTINED record version %d (not embedded) after %d failed attempts: %s. Indexing goes on; "
+            "see `memory-anchor inbox`.", seq, attempts, error.splitlines()[0][:300] if error else "",
+        )  # fmt: skip
+
+    def count(self) -> int:
+        return int(self.db.reader().execute("SELECT count(*) FROM quarantine").fetchone()[0])
+
+    def items(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The parked items, newest first, each with its error and a preview of what it was."""
+        rows = self.db.reader().execute(
+            """SELECT q.*, substr(i.payload, 1, 300) AS preview FROM quarantine q
+               LEFT JOIN inbox i ON i.id = q.inbox_id ORDER BY q.id DESC LIMIT ?""",
+            (limit,),
+        ).fetchall()
+        return [dict(row) for row in rows]
+
+    def retry(self, item_id: int) -> dict[str, Any]:
+        """Put a parked item back in line, with a fresh count of attempts."""
+        with self.db.transaction() as conn:
+            item = self._take(conn, item_id)
+            if item["stage"] == "capture":
+                conn.execute(
+                    "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt = 0, error = NULL WHERE id = ?",
+                    (item["inbox_id"],),
+                )
+            else:
+                conn.execute("INSERT OR IGNORE INTO pending_vectors(seq) VALUES (?)", (item["record_seq"],))
+        log.info("quarantined item %d (%s) put back in line", item_id, item["stage"])
+        return {**item, "retried": True}
+
+    def drop(self, item_id: int) -> dict[str, Any]:
+        """Discard a parked item for good (a captured event is deleted from the inbox)."""
+        with self.db.transaction() as conn:
+            item = self._take(conn, item_id)
+            if item["stage"] == "capture":
+                conn.execute("DELETE FROM inbox WHERE id = ?", (item["inbox_id"],))
+        log.info("quarantined item %d (%s) dropped", item_id, item["stage"])
+        return {**item, "dropped": True}
+
+    @staticmethod
+    def _take(conn: sqlite3.Connection, item_id: int) -> dict[str, Any]:
+        row = conn.execute("SELECT * FROM quarantine WHERE id = ?", (item_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no quarantined item {item_id}")
+        conn.execute("DELETE FROM quarantine WHERE id = ?", (item_id,))
+        return dict(row)
