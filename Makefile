@@ -27,6 +27,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
+	@echo "Memory Anchor: the worker runs in the foreground below (Ctrl-C stops it). Next, in another terminal:"
+	@echo "  $(VENV)/bin/memory-anchor doctor       is memory working, and what fixes it if not"
+	@echo "  $(VENV)/bin/memory-anchor viewer       open the web viewer"
+	@echo "  $(VENV)/bin/memory-anchor briefing     what a Claude Code session started in this folder is told"
+	@echo "  claude plugin marketplace add $(CURDIR) && claude plugin install memory-anchor@memory-anchor"
+	@echo "                                         use it in Claude Code (README: Install the plugin)"
 	$(VENV)/bin/memory-anchor worker run
 
 # The end-to-end tests drive two real Claude Code CLIs, each pinned in its own folder

@@ -26,7 +26,7 @@ from memory_anchor.core import paths
 from memory_anchor.hookkit import launcher, pythons, spool, status
 from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
 from tests.conftest import ROOT, tool_use_event
-from tests.test_hooks import EVENTS, HOOKS, base_payload, spool_lines
+from tests.test_hooks import HOOKS, base_payload, hook_argv, spool_lines
 
 PY39 = next(iter(sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))), None)
 # A Python 3.10+ with venv: the one this test suite runs on, outside its virtual environment.
@@ -57,7 +57,7 @@ def machine_env(home: Path, bin_dir: Path, data_dir: Path, **extra: str) -> dict
 def hook(event: str, payload: dict, env: dict[str, str], plugin: Path = ROOT) -> subprocess.CompletedProcess:
     """A hook as Claude Code runs it: `python3 -S` (whatever python3 PATH gives)."""
     return subprocess.run(
-        ["python3", "-S", str(plugin / "hooks" / EVENTS[event])], input=json.dumps(payload).encode(), env=env,
+        hook_argv(event, plugin), input=json.dumps(payload).encode(), env=env,
         capture_output=True, timeout=60,
     )  # fmt: skip
 

@@ -236,8 +236,7 @@ def test_every_hook_prints_valid_json_or_nothing_when_things_go_wrong(tmp_path, 
     blocker.write_text("")
     broken = tmp_path / 'a "quoted" folder' / "hooks"  # a plugin copy whose kit cannot be imported
     broken.mkdir(parents=True)
-    script = (ROOT / "hooks" / f"{event_script(event)}").read_text()
-    (broken / event_script(event)).write_text(script)
+    (broken / "hook.py").write_text((ROOT / "hooks" / "hook.py").read_text())
     situations = [
         (json.dumps(payload).encode(), hook_env(tmp_path / "no-worker", MEMORY_ANCHOR_PYTHON="")),  # first run
         (b"\xff not json {", hook_env(tmp_path / "garbage")),
@@ -247,18 +246,12 @@ def test_every_hook_prints_valid_json_or_nothing_when_things_go_wrong(tmp_path, 
         result = run_hook(event, raw, env)
         assert result.returncode == 0 and result.stderr == b""
         assert_claude_code_takes(result.stdout)
-    result = subprocess.run(["python3", "-S", str(broken / event_script(event))], input=json.dumps(payload).encode(),
+    result = subprocess.run(["python3", "-S", str(broken / "hook.py"), event], input=json.dumps(payload).encode(),
                             env=hook_env(tmp_path / "broken"), capture_output=True, timeout=20)  # fmt: skip
     assert result.returncode == 0
     assert_claude_code_takes(result.stdout)
     if event == "SessionStart":  # the one hook that tells the user memory is off
         assert "Memory Anchor is off" in json.loads(result.stdout)["systemMessage"]
-
-
-def event_script(event: str) -> str:
-    from tests.test_hooks import EVENTS
-
-    return EVENTS[event]
 
 
 def test_session_end_has_a_timeout_of_its_own():

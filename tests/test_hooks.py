@@ -1,4 +1,4 @@
-"""The Claude Code hooks as Claude Code runs them: `python3 -S hooks/<event>.py`, payload on stdin.
+"""The Claude Code hooks as Claude Code runs them: `python3 -S hooks/hook.py <event>`, payload on stdin.
 
 Against the real worker wherever the worker's behaviour is part of what is
 checked; a raw socket listener stands in only to see the exact bytes a hook
@@ -24,14 +24,12 @@ from memory_anchor.core.projects import context_cache_path, project_for_cwd
 from tests.conftest import ROOT, tool_use_event
 
 HOOKS = ROOT / "hooks"
-EVENTS = {
-    "SessionStart": "session_start.py",
-    "UserPromptSubmit": "user_prompt_submit.py",
-    "PostToolUse": "post_tool_use.py",
-    "PreCompact": "pre_compact.py",
-    "Stop": "stop.py",
-    "SessionEnd": "session_end.py",
-}
+EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd")
+
+
+def hook_argv(event: str, plugin: Path = ROOT) -> list[str]:
+    """The hook of `event` as launch.sh starts it: one script for every event, the event its argument."""
+    return ["python3", "-S", str(plugin / "hooks" / "hook.py"), event]
 
 
 def hook_env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -49,7 +47,7 @@ def hook_env(data_dir: Path, **extra: str) -> dict[str, str]:
 def run_hook(event: str, payload: dict | bytes, env: dict[str, str], timeout: float = 20) -> subprocess.CompletedProcess:
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     return subprocess.run(
-        ["python3", "-S", str(HOOKS / EVENTS[event])], input=data, env=env, capture_output=True, timeout=timeout
+        hook_argv(event), input=data, env=env, capture_output=True, timeout=timeout
     )
 
 
@@ -79,15 +77,16 @@ def base_payload(event: str, session_id: str, cwd: str, **fields) -> dict:
     }
 
 
-def test_hooks_json_runs_one_stdlib_executable_per_event():
+def test_hooks_json_runs_one_stdlib_executable_for_every_event():
     config = json.loads((HOOKS / "hooks.json").read_text())["hooks"]
     assert set(config) == set(EVENTS)
-    for event, script in EVENTS.items():
+    for event in EVENTS:
         (entry,) = config[event]
         (command,) = entry["hooks"]
-        assert command["command"] == f'script=hooks/{script}; . "${{CLAUDE_PLUGIN_ROOT}}/hooks/launch.sh"'
+        assert command["command"] == f'hook_event={event}; script=hooks/hook.py; . "${{CLAUDE_PLUGIN_ROOT}}/hooks/launch.sh"'
         assert command["timeout"] <= 15
-        assert os.access(HOOKS / script, os.X_OK)
+    assert os.access(HOOKS / "hook.py", os.X_OK)
+    assert sorted(p.name for p in HOOKS.glob("*.py")) == ["hook.py"]
 
 
 def test_hooks_import_only_the_standard_library_and_nothing_slow():
@@ -208,7 +207,7 @@ def test_concurrent_hooks_never_interleave_spool_lines(tmp_path):
     big = "x" * 200_000  # far above PIPE_BUF: atomicity comes from one O_APPEND write per line
     env = hook_env(tmp_path)
     procs = [
-        subprocess.Popen(["python3", "-S", str(HOOKS / "post_tool_use.py")], stdin=subprocess.PIPE, env=env,
+        subprocess.Popen(hook_argv("PostToolUse"), stdin=subprocess.PIPE, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(16)
     ]  # fmt: skip

@@ -184,7 +184,7 @@ def test_forks_started_while_the_worker_is_down_get_their_branch_when_it_is_back
     import subprocess
 
     from tests.conftest import start_worker
-    from tests.test_hooks import EVENTS, HOOKS, crashed_worker_info, hook_env, spool_lines
+    from tests.test_hooks import HOOKS, crashed_worker_info, hook_env, spool_lines
 
     data = tmp_path / "data"
     crashed_worker_info(data)
@@ -194,7 +194,7 @@ def test_forks_started_while_the_worker_is_down_get_their_branch_when_it_is_back
         for payload, known in recorded(version, step):
             env = hook_env(data, CLAUDE_ENV_FILE=known["CLAUDE_ENV_FILE"] or "", **extra)
             claude_pid = "CLAUDE_PID=$$ " if known["CLAUDE_PID"] else ""  # 2.1.214+ names the claude process
-            hook = f"{claude_pid}python3 -S {HOOKS / EVENTS[payload['hook_event_name']]}; true"
+            hook = f"{claude_pid}python3 -S {HOOKS / 'hook.py'} {payload['hook_event_name']}; true"
             done = subprocess.run(["sh", "-c", hook, *known["claude_argv"]], input=json.dumps(payload).encode(),
                                   env=env, capture_output=True, timeout=30)  # fmt: skip
             assert done.returncode == 0 and done.stderr == b"", done.stderr

@@ -200,7 +200,7 @@ class Run:
 
     def hook(self, name: str, payload: dict[str, Any]) -> str:
         env = {**self.env, "MEMORY_ANCHOR_DATA_DIR": str(self.data_dir)}
-        out = subprocess.run([sys.executable, "-S", str(ROOT / "hooks" / f"{name}.py")], input=json.dumps(payload),
+        out = subprocess.run([sys.executable, "-S", str(ROOT / "hooks" / "hook.py"), name], input=json.dumps(payload),
                              capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
         try:
             return json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -215,7 +215,7 @@ class Run:
         sid = f"next-{uuid.uuid4().hex[:6]}"
         if via == "api":  # what the hook prints, without its time limit (a loaded CI machine)
             return self.client.get("/api/v1/context", cwd=cwd, source="startup")["context"]
-        return self.hook("session_start", {"hook_event_name": "SessionStart", "session_id": sid, "cwd": cwd,
+        return self.hook("SessionStart", {"hook_event_name": "SessionStart", "session_id": sid, "cwd": cwd,
                                            "source": "startup", "transcript_path": str(self.work / f"{sid}.jsonl")})  # fmt: skip
 
     def recall(self, project: str, prompt: str, via: str = "hooks") -> str:
@@ -226,7 +226,7 @@ class Run:
         sid = f"probe-{uuid.uuid4().hex[:6]}"
         if via == "api":
             return self.client.post("/api/v1/recall", {"prompt": prompt, "cwd": cwd, "session_id": sid})["context"]
-        return self.hook("user_prompt_submit", {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": prompt,
+        return self.hook("UserPromptSubmit", {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": prompt,
                                                 "cwd": cwd, "transcript_path": str(self.work / f"{sid}.jsonl")})  # fmt: skip
 
 

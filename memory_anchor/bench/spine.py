@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOK = ROOT / "hooks" / "post_tool_use.py"
+HOOK = ROOT / "hooks" / "hook.py"
 TARGETS = {
     "hook_ratio": 1.5,
     "events_per_second": 1000,
@@ -114,7 +114,7 @@ def run(args) -> int:
         bare, hook = [], []
         for _ in range(40):  # interleaved, so machine load hits both alike
             bare += time_process([python3, "-c", "pass"], b"", hook_env, 1)
-            hook += time_process([python3, "-S", str(HOOK)], event, hook_env, 1)
+            hook += time_process([python3, "-S", str(HOOK), "PostToolUse"], event, hook_env, 1)
         bare_ms, hook_ms = statistics.median(bare) * 1000, statistics.median(hook) * 1000
         ratio = hook_ms / bare_ms
         rows.append(("PostToolUse hook median", f"{hook_ms:.1f} ms", f"python3 -c pass {bare_ms:.1f} ms (x{ratio:.2f})", f"<= x{TARGETS['hook_ratio']}"))

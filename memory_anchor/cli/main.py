@@ -16,7 +16,7 @@ from typing import Any
 
 from memory_anchor.core.version import __version__
 
-COMMAND_MODULES = ["worker", "memories", "settings", "viewer", "portability", "history", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor", "storage", "corrections", "verify"]
+COMMAND_MODULES = ["worker", "briefing", "memories", "settings", "viewer", "portability", "history", "bench", "identity", "approvals", "conflicts", "branch", "snapshot", "inbox", "doctor", "storage", "corrections", "verify"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"memory_anchor.cli.{name}").register(sub)
+    _json_anywhere(parser)
     return parser
+
+
+def _json_anywhere(parser: argparse.ArgumentParser) -> None:
+    """`--json` is read after any sub-command too (`memory-anchor search q --json`), as people type it.
+
+    SUPPRESS keeps a sub-command's default from overwriting a `--json` given before it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if "--json" not in child._option_string_actions:
+                    child.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                                       help="print raw JSON instead of text")  # fmt: skip
+                _json_anywhere(child)
 
 
 def main(argv: list[str] | None = None) -> int:

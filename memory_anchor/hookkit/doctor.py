@@ -114,6 +114,10 @@ def check_environment(report: Report, root: str, data_dir: str) -> str | None:
             + f"; then rebuild now: python3 -S -m memory_anchor.hookkit.bootstrap {root} {data_dir} (run in {root})",
         )  # fmt: skip
         return None
+    if _has_the_worker():  # `memory-anchor doctor` in a checkout's own environment (`make run`)
+        report.ok("environment", f"this Python ({sys.executable}) has the worker's packages; Claude Code sessions "
+                                 f"build their own environment in {env_dir}")  # fmt: skip
+        return sys.executable
     report.problem(
         "environment", f"not built yet for memory-anchor {version} ({env_dir})",
         f"start a Claude Code session (it builds in the background), or: cd {root} && "
@@ -122,12 +126,24 @@ def check_environment(report: Report, root: str, data_dir: str) -> str | None:
     return None
 
 
+def _has_the_worker() -> bool:
+    """Whether this interpreter can run the worker (found, not imported: the doctor stays quick).
+
+    The plugin's own `python3 -S` never can; the `memory-anchor` of a checkout's `.venv` can."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("aiohttp", "chromadb", "pydantic", "memory_anchor.worker"))
+    except (ImportError, ValueError):
+        return False
+
+
 def _check_developer_python(report: Report, root: str, python: str) -> str | None:
     import subprocess
 
     env = dict(os.environ, PYTHONPATH=root)
     try:
-        result = subprocess.run([python, "-c", "import aiohttp, chromadb, pydantic, worker"], env=env,
+        result = subprocess.run([python, "-c", "import aiohttp, chromadb, pydantic, memory_anchor.worker"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
                                 universal_newlines=True)  # fmt: skip
         failed = result.returncode != 0

@@ -38,7 +38,7 @@ ROOT = E2E.parents[1]
 PINS = ("oldest", "newest")
 CLAUDE = E2E / "cli" / "newest" / "node_modules" / ".bin" / "claude"  # what users run today
 # What a user's clone of the repository holds (no venv, no node_modules, no tests).
-PLUGIN_FILES = [".claude-plugin", ".mcp.json", "hooks", "mcp_server", "memory_anchor", "worker", "skills",
+PLUGIN_FILES = [".claude-plugin", ".mcp.json", "hooks", "memory_anchor", "skills",
                  "pyproject.toml", "README.md"]  # fmt: skip
 MARKETPLACE = "memory-anchor"
 PLUGIN = "memory-anchor"

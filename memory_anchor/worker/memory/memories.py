@@ -110,17 +110,30 @@ class MemoryService:
 
     def get(self, memory_id: str, *, branch: str = MAIN, as_of: Any = None) -> dict[str, Any]:
         conn = self.db.reader()
-        record = Records.get(conn, memory_id, resolve_view(conn, branch, as_of))
+        view = resolve_view(conn, branch, as_of)
+        record = Records.get(conn, self._whole_id(conn, memory_id), view)
         if record is None:
             raise NotFound(f"memory {memory_id} not found")
         return record
 
     def history(self, memory_id: str, *, branch: str = MAIN, as_of: Any = None) -> list[dict[str, Any]]:
         conn = self.db.reader()
-        versions = Records.history(conn, memory_id, resolve_view(conn, branch, as_of))
+        versions = Records.history(conn, self._whole_id(conn, memory_id), resolve_view(conn, branch, as_of))
         if not versions:
             raise NotFound(f"memory {memory_id} not found")
         return versions
+
+    @staticmethod
+    def _whole_id(conn, memory_id: str) -> str:
+        """A whole id as given; the first characters of one (as `search` and the briefing print
+        them) when they name exactly one record. Two or more: a 409 that lists them."""
+        if len(memory_id) >= 36 or len(memory_id) < 4:
+            return memory_id
+        ids = Records.ids_starting_with(conn, memory_id)
+        if len(ids) > 1:
+            raise RecordError(f"{memory_id} names {len(ids)} memories ({', '.join(ids[:5])}): give more of the id",
+                              code="ambiguous_id", status=409)  # fmt: skip
+        return ids[0] if ids else memory_id
 
     def list(
         self,
