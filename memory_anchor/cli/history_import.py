@@ -6,7 +6,7 @@ posts them in batches to `POST /api/v1/events/history`, then follows the worker
 while it processes them, saying how far it has got.
 
 Distilled locally by default: a bulk import must not spend the user's Claude
-allowance unasked (the README says why); `claude=True` lets the worker's usual
+allowance unasked (docs/guide.md says why); `claude=True` lets the worker's usual
 route (and its daily token budget) decide.
 """
 

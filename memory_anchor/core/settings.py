@@ -121,7 +121,7 @@ class Settings(BaseModel):
 def without_password(url: str) -> str:
     """A database URL with its password (in the user part or a `password=` parameter) as ***.
 
-    The README recommends ~/.pgpass or PGPASSWORD, but a URL with a password must still
+    The manual (docs/guide.md) recommends ~/.pgpass or PGPASSWORD, but a URL with a password must still
     never reach a terminal, a log or a status page in clear.
     """
     from urllib.parse import parse_qsl, urlencode, urlsplit

@@ -10,7 +10,7 @@ kept in the data dir's `history-dismissed.json`, one entry per folder).
 
 Cheap enough for every SessionStart: the folder's names are listed (not read),
 and memory is asked which of those sessions it knows in one query per 500.
-Importing is never started from here: a bulk import is the user's call (README).
+Importing is never started from here: a bulk import is the user's call (docs/guide.md).
 """
 
 from __future__ import annotations
