@@ -33,8 +33,8 @@ def test_every_language_passes_its_mark_through_the_api(worker):
     client = _Client(worker)
     report = multilingual.evaluate(client, modes=("hybrid",))
     results = report.by_name()
-    assert results["seed003"].top5["hybrid"] >= 9, multilingual.format_report(report)
-    assert results["seed002"].top5["hybrid"] >= 4, multilingual.format_report(report)
+    assert results["helper-zh"].top5["hybrid"] >= 9, multilingual.format_report(report)
+    assert results["coding-zh"].top5["hybrid"] >= 4, multilingual.format_report(report)
     for name in ("ja", "ko", "de", "es"):
         assert results[name].share() >= 0.9, multilingual.format_report(report)
     assert all(r.passed for r in report.sets)
@@ -50,4 +50,4 @@ def test_every_question_has_answers_and_every_set_has_distractors():
             assert keys.count(question.key) >= 2, question
         assert keys.count("") >= 10, qset.name
     names = {s.name for s in ALL_SETS}
-    assert {"seed003", "seed002", "ja", "ko"} <= names and names & {"de", "es"}
+    assert {"helper-zh", "coding-zh", "ja", "ko"} <= names and names & {"de", "es"}

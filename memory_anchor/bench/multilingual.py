@@ -1,7 +1,7 @@
 """`memory-anchor bench multilingual`: retrieval in the user's language, through a real worker.
 
-The question sets (multilingual_sets.py): seed 003's checklist (section 5.1)
-and seed 002's (section 7.1) in Chinese, then Japanese, Korean, German and
+The question sets (multilingual_sets.py): the design's two checklists, a helper's
+and a coding project's, in Chinese, then Japanese, Korean, German and
 Spanish sets of our own. Each set's memories go in through the mem0-compatible
 API (`infer: false`, one user per set, the question key in metadata); each
 question is searched with the default search (`top_k` 5, `filters.user_id`),
@@ -173,7 +173,7 @@ def format_report(report: Report) -> str:
     if report.rss_mb is not None:
         lines.append(f"worker RSS: {report.rss_mb:.0f} MB after the searches, peak {report.peak_rss_mb:.0f} MB")
     if report.locomo_r10 is not None:
-        lines.append(f"English LoCoMo dev R@10 (default search): {report.locomo_r10:.3f} (landed before issue 17: 0.859)")
+        lines.append(f"English LoCoMo dev R@10 (default search): {report.locomo_r10:.3f} (before multilingual search: 0.859)")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """The memories and questions of `memory-anchor bench multilingual`, written for it.
 
-Seed 003's retrieval checklist (section 5.1: ten questions an older person's
-helper asks, in Chinese) and seed 002's (section 7.1: five questions about a
+The design's retrieval checklist (ten questions an older person's
+helper asks, in Chinese) and its coding checklist (five questions about a
 software project, in Chinese) use the seeds' own queries; the Japanese, Korean,
 German and Spanish sets are ours, in the same two registers (daily life and a
 developer's project). Every question has two memories that answer it, worded
@@ -59,7 +59,7 @@ def _set(name, language, source, questions, answers, distractors, pass_top5=0.9)
 TODAY, LAST_WEEK = 0.1, 7.0
 
 SEED_003 = _set(
-    "seed003", "zh", "seed 003 section 5.1",
+    "helper-zh", "zh", "design checklist: a helper's questions",
     ["女儿电话", "吃什么药", "今天去哪了", "喜欢吃什么", "老朋友", "以前住哪", "医生说", "不能吃", "什么时候", "谁来过"],
     [
         ["女儿王小红的手机号码是13800138000", "有急事就给女儿小红打电话：13800138000"],
@@ -86,7 +86,7 @@ SEED_003 = _set(
 )
 
 SEED_002 = _set(
-    "seed002", "zh", "seed 002 section 7.1",
+    "coding-zh", "zh", "design checklist: a coding project's questions",
     ["项目目标", "技术栈", "今天修复了什么", "为什么用 Qdrant", "上周完成了什么"],
     [
         ["项目目标：为 AI 提供跨会话的持久化记忆", "这个项目要让 Claude 在会话结束后仍然记得项目的知识，这是我们的核心目标"],

@@ -1,5 +1,5 @@
 """What the human-only commands (identity, approvals, conflicts) share: who the
-human is, the triple confirmation of seed 003 §1.1, and refusing to run inside
+human is, the triple confirmation (a change to identity is a person's deliberate act), and refusing to run inside
 an agent's shell.
 
 Claude Code sets `CLAUDECODE=1` in the environment of every command its agent

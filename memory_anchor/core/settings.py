@@ -59,10 +59,10 @@ class Settings(BaseModel):
         3000, description="Tokens SessionStart may inject (identity comes on top, in full)."
     )
     context_budget_facts: int = Field(
-        2000, description="Of the context budget, at most this many tokens of verified facts (seed 002 §5.2)."
+        2000, description="Of the context budget, at most this many tokens of verified facts."
     )
     context_budget_events: int = Field(
-        500, description="Of the context budget, at most this many tokens of recent events (seed 002 §5.2)."
+        500, description="Of the context budget, at most this many tokens of recent events."
     )
     prompt_recall: bool = Field(True, description="Add relevant memories to each prompt.")
     code_checks: bool = Field(

@@ -1,4 +1,4 @@
-"""Branches, diffs, merges, snapshots and time travel on the wire (issue 5).
+"""Branches, diffs, merges, snapshots and time travel on the wire.
 
 Shared by the worker's REST API, the `memory-anchor branch|snapshot` CLI and the
 MCP tools, so that all three speak exactly the same shapes.

@@ -1,4 +1,4 @@
-"""What a memory knows of the code it is about, and what the code says of it now (issue 27).
+"""What a memory knows of the code it is about, and what the code says of it now.
 
 A record about code keeps, in `data.code`, one `CodeRef` per file it names (read,
 edited, written, or mentioned in a fact or a session's outcome) and, in

@@ -1,7 +1,7 @@
-"""Wire models of the cognitive memory model (issue 4): layers L0-L4, approvals,
+"""Wire models of the cognitive memory model (docs/memory-model.md): layers L0-L4, approvals,
 conflicts, relations and fact extraction.
 
-Layer names follow seed 002; the seed 003 names are accepted as aliases
+Layer names are the memory model's own; the names older clients use are accepted as aliases
 (`constitution` → identity_schema, `fact` → verified_fact, `session` → event_log).
 """
 
@@ -38,12 +38,14 @@ LAYER_ALIASES = {
     "l4": OPERATIONAL,
 }
 
-# Limits of the identity layer (seed 002 §2 L0, seed 003 §1.1).
+# Limits of the identity layer: few enough to brief in full, every change confirmed three times by
+# a person, a removal restorable for a week (docs/memory-model.md, "Identity").
 IDENTITY_MAX_ITEMS = 20
 IDENTITY_RESTORE_DAYS = 7
 IDENTITY_CONFIRMATIONS = 3
 
-# Confidence tiers of the fact layer (seed 002 §2 L3).
+# Confidence tiers of the fact layer: briefed at 0.9 and up, waiting for approval from 0.7, due for
+# re-verification below 0.6; an unconfirmed fact loses 5% a day (docs/memory-model.md).
 FACT_ACCEPT = 0.9
 FACT_PENDING = 0.7
 FACT_REVERIFY = 0.6
@@ -51,7 +53,7 @@ FACT_DECAY_PER_DAY = 0.95
 
 
 def normalize_layer(value: str) -> str:
-    """A layer name or alias → its seed 002 name; a clear error otherwise."""
+    """A layer name or alias → its canonical name; a clear error otherwise."""
     key = (value or "").strip().lower()
     if key in LAYERS:
         return key
@@ -185,7 +187,7 @@ EventSource = Literal["ai", "user", "system"]
 
 
 class EventIn(_Strict):
-    """`log_event`: something that happened, with when/where/who (seed 002 L2)."""
+    """`log_event`: something that happened, with when/where/who (L2)."""
 
     content: str = Field(min_length=1, max_length=10_000)
     when: Timestamp = Field(description="When it happened: ISO 8601 or epoch seconds (required)")
@@ -257,7 +259,7 @@ class FactUpdate(_Strict):
 
 
 class AddMemoryIn(_Strict):
-    """`add_memory` (seed 002 §6): into L2 (event_log) or L3 (verified_fact)."""
+    """`add_memory`: into L2 (event_log) or L3 (verified_fact)."""
 
     content: str = Field(min_length=1, max_length=10_000)
     layer: str = Field(VERIFIED_FACT, json_schema_extra={"enum": layer_names(*WRITABLE_LAYERS)})

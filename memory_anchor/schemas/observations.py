@@ -1,6 +1,6 @@
 """Observations and session summaries: what distillation produces from raw events.
 
-An observation is one tool use, compressed (seed 002 §4): a `type`, a one-line
+An observation is one tool use, compressed: a `type`, a one-line
 `title`, a `summary` of at most 200 characters, and optional detail. The worker
 stores it as a record of kind `observation` in the layer `TYPE_TO_LAYER` gives;
 the MCP server and the client read the same model back.
@@ -32,8 +32,8 @@ ObservationType = Literal[
 ]
 OBSERVATION_TYPES: tuple[str, ...] = ObservationType.__args__  # type: ignore[attr-defined]
 
-# Seed 002 §4.2. Types that change the code base describe lasting facts about
-# it; the rest is a dated record of what happened.
+# Types that change the code base describe lasting facts about it (so they are
+# facts, checked against the code later); the rest is a dated record of what happened.
 TYPE_TO_LAYER: dict[str, str] = {
     "decision": "verified_fact",
     "bugfix": "verified_fact",

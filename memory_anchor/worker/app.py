@@ -107,7 +107,7 @@ async def _pipeline_ctx(app: web.Application):
     services.pipeline = pipeline
     app["pipeline"] = pipeline
     pipeline.after_event.append(app["live"].changed)  # the viewer's live timeline
-    pipeline.after_event.append(services.memory.on_pipeline_event)  # fact extraction, session end (issue 4)
+    pipeline.after_event.append(services.memory.on_pipeline_event)  # fact extraction, session end
     maintenance = asyncio.create_task(_memory_maintenance(services), name="memory-maintenance")
     task = asyncio.create_task(pipeline.run(), name="pipeline")
     warm = asyncio.create_task(_warm_up(services), name="warm-up")

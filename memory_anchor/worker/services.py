@@ -115,14 +115,14 @@ class Services:
 
     @cached_property
     def memory(self):
-        """The memory model (issue 4): layers, approvals, conflicts, relations, fact extraction."""
+        """The memory model: layers, approvals, conflicts, relations, fact extraction."""
         from memory_anchor.worker.memory import MemoryModel
 
         return MemoryModel.for_services(self)
 
     @cached_property
     def codebase(self):
-        """The code memories are about (issue 27): refs kept when records are written, marks when shown."""
+        """The code memories are about: refs kept when records are written, marks when shown."""
         from memory_anchor.worker.codebase.service import Codebase
 
         return Codebase()

@@ -1,4 +1,4 @@
-"""Branches, merges, snapshots, session branches and time travel (issue 5).
+"""Branches, merges, snapshots, session branches and time travel.
 
 Branch names may contain '/', so routes that take one use `{name:.+}`; the
 more specific routes (`.../diff`, `.../merge`) are listed first.

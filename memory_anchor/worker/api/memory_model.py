@@ -1,4 +1,4 @@
-"""REST endpoints of the memory model (issue 4): identity, active context, event log,
+"""REST endpoints of the memory model (docs/memory-model.md): identity, active context, event log,
 facts, conflicts, approvals, relations, operations and cross-layer search.
 
 Thin handlers: parse with the wire models of memory_anchor/schemas/memory_model.py,
@@ -118,7 +118,7 @@ async def list_identity(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/constitution")
 async def get_constitution(request: web.Request) -> web.Response:
-    """seed 002 get_constitution: the identity layer, in full (alias of GET /identity)."""
+    """get_constitution: the identity layer, in full (alias of GET /identity)."""
     items = await _run(request, _memory(request).identity.context_items, request.query.get("project", ""))
     return _json({"results": [_wire(i) for i in items]})
 
@@ -352,7 +352,7 @@ async def invalidate_fact(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/memory-model/search")
 async def search_memory(request: web.Request) -> web.Response:
-    """seed 002 search_memory: L2/L3/L4 with the fallback chain (identity is never searched)."""
+    """search_memory: L2/L3/L4 with the fallback chain (identity is never searched)."""
     raw = await read_json_object(request)
     raw.setdefault("agent_id", _agent(request, raw))
     body = MemorySearch.model_validate(raw)
@@ -375,7 +375,7 @@ async def recall(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/memory-model/add")
 async def add_memory(request: web.Request) -> web.Response:
-    """seed 002 add_memory: into event_log or verified_fact; the identity layer is refused (403)."""
+    """add_memory: into event_log or verified_fact; the identity layer is refused (403)."""
     body = AddMemoryIn.model_validate(await _agent_body(request))
     if body.branch is None:
         body.branch = branch_param(request)

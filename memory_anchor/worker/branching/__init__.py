@@ -1,4 +1,4 @@
-"""Git for memory (issue 5): branches, diffs, merges, snapshots, session branches.
+"""Git for memory: branches, diffs, merges, snapshots, session branches.
 
 - `branches.py`  the branch registry (create/list/archive/delete)
 - `snapshots.py` named (branch, seq) points for time travel

@@ -415,7 +415,7 @@ class _Planner:
     def _open_fact_conflict(self, conflict: Conflict) -> None:
         """Bring the source fact onto the target as 'disputed' and open a conflict for review.
 
-        This is the memory model's own contradiction shape (issue 4), so the
+        This is the memory model's own contradiction shape, so the
         conflict shows in SessionStart and `memory-anchor conflicts` and its
         keep_existing/keep_new/keep_both resolution works unchanged.
         """

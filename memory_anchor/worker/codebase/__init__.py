@@ -1,5 +1,5 @@
 """The code a memory is about: the git repository beside the project, its files' blob ids,
-and whether a memory's files still hold what they held when it was written (issue 27).
+and whether a memory's files still hold what they held when it was written.
 
 - `git.py`: which repository a path belongs to, its HEAD read from `.git` without a process,
   a file's blob id computed in Python, and the few history questions only git answers

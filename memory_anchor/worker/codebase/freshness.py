@@ -8,7 +8,7 @@ For each file a record keeps (`data.code`, see refs.py):
   and when what an edit put in is no longer in the file (reverted or rewritten),
   superseded.
 A record's state is its worst file's. Without git, outside a repository, or for a
-record written before issue 27, the answer is "unknown" and nothing is marked.
+record written before memories kept their code refs, the answer is "unknown" and nothing is marked.
 
 Cheap enough for every SessionStart: a file costs one stat while it is unchanged
 (`WorkTree`), the history since a commit one `git log` per (base, HEAD), kept

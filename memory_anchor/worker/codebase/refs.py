@@ -35,7 +35,7 @@ _PATH_IN_TEXT = re.compile(r"(?<![\w./-])(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.[A-Z
 
 
 def stored_refs(record: dict[str, Any]) -> list[CodeRef]:
-    """The refs a record was written with (`data.code`); [] for a record from before issue 27."""
+    """The refs a record was written with (`data.code`); [] for a record written before refs were kept."""
     refs = []
     for item in (record.get("data") or {}).get("code") or []:
         if isinstance(item, dict) and isinstance(item.get("path"), str):

@@ -1,4 +1,4 @@
-"""The cognitive memory model (issue 4): L0 identity, L1 active context, L2 events,
+"""The cognitive memory model (docs/memory-model.md): L0 identity, L1 active context, L2 events,
 L3 facts, L4 operational knowledge, plus approvals, conflicts, relations and
 fact extraction. See docs/memory-model.md; `MemoryModel` is the entry point.
 

@@ -2,7 +2,7 @@
 
 "What am I thinking about right now": key/value pairs per (session, agent),
 each with a TTL (default one hour). Nothing here is persisted: a worker restart
-forgets it, as seed 002 §8 says it should. When a session ends, `end_session`
+forgets it, by design: it is scratch space, and what matters is kept as events. When a session ends, `end_session`
 hands back what is left so that it can be kept as an L2 event.
 """
 

@@ -1,6 +1,7 @@
 """Open conflicts: contradictions between facts that the rules could not settle.
 
-The rules (seed 003 §2.3, applied by `settle`):
+The rules, applied by `settle` (a person's word outranks an agent's, a newer confident
+statement a staler one, and what cannot be settled waits for a person):
 1. the identity layer is never overwritten by an agent (agents cannot reach it);
 2. a fact written or approved by a human is not replaced by an agent;
 3. a newer, confident fact (>= 0.9, observed no earlier than the old one was

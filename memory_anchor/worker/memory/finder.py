@@ -1,4 +1,4 @@
-"""Finding records of the memory layers: the fallback chain of seed 003 §3.3.
+"""Finding records of the memory layers: a fallback chain, so a search of a non-empty memory finds something.
 
 1. semantic: the retrieval engine's hybrid search (`memory_anchor.worker.index.search.SearchService`)
    when the worker has one;

@@ -1,6 +1,6 @@
 """L0 identity_schema: the few things an agent must never forget.
 
-Rules (seed 002 §2 L0, seed 003 §1.1):
+Rules (what an agent is must not drift, so only a person changes it, deliberately):
 - at most 20 items visible to a project (its own plus the global ones, project '');
 - written only by a human: every add/edit/remove/restore needs three
   confirmations (the CLI asks, or `--yes` says a script skips them) and an agent

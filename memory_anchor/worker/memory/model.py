@@ -183,7 +183,7 @@ class MemoryModel:
         return self.facts.add(fact, actor=actor)
 
     def add_memory(self, request: AddMemoryIn) -> dict[str, Any]:
-        """seed 002 add_memory: into L2 or L3; the identity layer is refused."""
+        """add_memory: into L2 or L3; the identity layer is refused."""
         try:
             layer = normalize_layer(request.layer)
         except ValueError as exc:

@@ -1,4 +1,4 @@
-"""Retrieval across layers (seed 002 §5): what `search_memory` and recall return.
+"""Retrieval across layers: what `search_memory` and recall return.
 
 - L0 identity is never searched: it is always in the context, in full;
 - L1 active context is read by key (`get_active_context`), not searched;
@@ -10,8 +10,8 @@
 
 Each layer uses the fallback chain of `Finder`; if every layer comes back empty
 the most recent facts and events are returned, so a search of a non-empty
-memory never returns nothing. `recall` is seed 003's get_context: identity
-first, whatever the search does.
+memory never returns nothing. `recall` (get_context): identity first, whatever
+the search does.
 """
 
 from __future__ import annotations

@@ -317,7 +317,7 @@ CORE: list[Migration] = [
     ),
 ]
 
-# The memory model (issue 4) and the branching engine (issue 5) append here.
+# The memory model's and the branching engine's tables follow.
 MEMORY_MODEL: list[Migration] = [
     (
         "0101_memory_model",
