@@ -59,7 +59,7 @@ case "$2" in
     start=$(date +%s%N)
     "{python}" "$@"
     code=$?
-    echo "$(basename "$2" .py) $start $(date +%s%N)" >> "{log}"
+    echo "$3 $start $(date +%s%N)" >> "{log}"
     exit $code;;
   *) exec "{python}" "$@";;
 esac
@@ -297,7 +297,8 @@ def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[f
         remembered.write_bytes(before) if before is not None else remembered.unlink()
     times: dict[str, list[float]] = {}
     for line in log.read_text().splitlines() if log.exists() else []:
-        name, start, end = line.split()
+        event, start, end = line.split()  # hooks/hook.py's argument: SessionStart -> session_start
+        name = "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
         times.setdefault(name, []).append((int(end) - int(start)) / 1e9)
     return times
 
