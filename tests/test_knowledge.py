@@ -154,7 +154,7 @@ def model(store_db):
 def _briefing(model, project="/p", budget=3000):
     from types import SimpleNamespace
 
-    from memory_anchor.core.settings import Settings
+    from memory_anchor.schemas.settings import Settings
     from memory_anchor.worker.context import ContextRequest, build_context
 
     request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=budget)

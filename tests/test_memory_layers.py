@@ -415,7 +415,7 @@ def _context(model, monkeypatch, budget=3000):
     from types import SimpleNamespace
 
     from memory_anchor.worker import context as ctx
-    from memory_anchor.core.settings import Settings
+    from memory_anchor.schemas.settings import Settings
 
     services = SimpleNamespace(memory=model, settings=Settings())
     request = ctx.ContextRequest(project=PROJECT, services=services, budget=budget)

@@ -19,7 +19,7 @@ from aiohttp import web
 from memory_anchor.core import paths
 from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
 from memory_anchor.core.version import __version__
-from memory_anchor.core.settings import SettingsError, load_settings
+from memory_anchor.schemas.settings import SettingsError, load_settings
 from memory_anchor.core import lifecycle
 from memory_anchor.worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
 from memory_anchor.worker.api import corrections, live, mem0_platform, memory_model, verify

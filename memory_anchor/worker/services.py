@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from memory_anchor.core import paths, projects
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.capture.inbox import Arrival, Inbox
 from memory_anchor.worker.capture.sanitize import sanitize_event
 from memory_anchor.worker.store.db import Database

@@ -32,7 +32,7 @@ class ContextRequest:
         """The worker's settings, or the defaults when built outside a worker (tests)."""
         if self.services is not None:
             return self.services.settings
-        from memory_anchor.core.settings import Settings
+        from memory_anchor.schemas.settings import Settings
 
         return Settings()
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the SDK costs ~45 MB: imported only once a key makes Claude usable
     import anthropic
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.llm import claude_cli
 from memory_anchor.worker.llm.claude_cli import CliStatus
 from memory_anchor.worker.llm.route import CLI, LOCAL, Route, choose_route
