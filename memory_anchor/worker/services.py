@@ -127,6 +127,14 @@ class Services:
 
         return Codebase()
 
+    @cached_property
+    def context_services(self):
+        """What the briefing and recall read (memory_anchor/worker/context/model.py)."""
+        from memory_anchor.worker.context.model import ContextServices
+
+        return ContextServices(settings=self.settings, reader=self.db.reader, memory=self.memory,
+                               codebase=self.codebase, search=lambda: self.search)  # fmt: skip
+
     @property
     def facts(self):
         """Fact management for the mem0 API's `infer: true` path (add_from_messages)."""
