@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.store import branches as registry
 from memory_anchor.worker.branching.diff import Change, Conflict, Diff, compute_diff, is_live, normalise
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.dialect import table_exists

@@ -19,8 +19,9 @@ from memory_anchor.schemas.branches import (
     SnapshotOut,
     TimeTravelRequest,
 )
-from memory_anchor.worker.branching import branches as registry
-from memory_anchor.worker.branching import sessions, snapshots
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.branching import sessions
+from memory_anchor.worker.store import snapshots
 from memory_anchor.worker.branching.judge import ClaudeJudge
 from memory_anchor.worker.branching.merge import MergeEngine, get_merge, list_merges
 from memory_anchor.worker.store.records import MAIN, RecordError, resolve_as_of, validate_branch_name

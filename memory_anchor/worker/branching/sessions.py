@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory_anchor.worker.branching.branches import branch_exists, ensure_branch
+from memory_anchor.worker.store.branches import branch_exists, ensure_branch
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, ensure_writable, validate_branch_name
 
 log = logging.getLogger(__name__)

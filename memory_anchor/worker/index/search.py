@@ -66,7 +66,7 @@ from typing import Any, Iterable
 
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.follower import LogFollower
-from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
+from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
 from memory_anchor.worker.index.timewords import time_window
 from memory_anchor.worker.index.vectors import VectorFilter, Vectors
 from memory_anchor.worker.store import filters as filter_language
@@ -228,7 +228,7 @@ class SearchService:
         conditions, cond_params = scope.sql("r", dialect)
         # One BM25 over a record's text, title and (SQLite) its thread neighbours' words
         # lets a question whose words are split between a turn and the one before or
-        # after it rank that turn (memory_anchor/worker/index/keywords.py).
+        # after it rank that turn (memory_anchor/worker/store/keywords.py).
         weights = ColumnWeights(text=1.0, title=0.5, context=self.tuning.context_weight)
         return keyword_index(conn).search(conn, words, f"{where} {conditions}", [*params, *cond_params], k, weights)
 

@@ -62,7 +62,7 @@ class Sessions:
     @staticmethod
     def _write_branch(conn, session: dict[str, Any]) -> str:
         """The session's branch, or the ancestor it writes to while that branch is archived."""
-        from memory_anchor.worker.branching.branches import writable_branch
+        from memory_anchor.worker.store.branches import writable_branch
 
         branch = writable_branch(conn, session["branch"])
         if branch != session["branch"]:
