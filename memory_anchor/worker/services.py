@@ -261,11 +261,10 @@ class Services:
         """
         if not session_id:
             return None
+        from memory_anchor.worker.store.sessions import chosen_branch, session_branch
+
         conn = self.db.reader()
-        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-        if row is None:
-            row = conn.execute("SELECT branch FROM session_branches WHERE session_id = ?", (session_id,)).fetchone()
-        return row["branch"] if row else None
+        return session_branch(conn, session_id) or chosen_branch(conn, session_id)
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking work (SQLite writes, embedding, search) off the event loop."""

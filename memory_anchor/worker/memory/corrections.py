@@ -31,6 +31,7 @@ from memory_anchor.worker.memory.common import is_human, now
 from memory_anchor.worker.memory.facts import FactStore
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.memory.steps_done import closed_by_commit
+from memory_anchor.worker.store import open_items as store_steps
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 EDITABLE = ("active", "pending", "disputed")
@@ -154,10 +155,8 @@ class Corrections:
                 raise RecordError(f"step {step['id']} already says that", code="nothing_to_change")
             # The new wording is left by the person who wrote it, not by the session: that
             # session stating its next steps again withdraws its own open ones, not this.
-            replacement = conn.execute(
-                "INSERT INTO open_items(project, branch, session_id, text, opened_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (step["project"], step["branch"], actor, new_text, step["opened_at"]),
-            ).fetchone()[0]
+            replacement = store_steps.open_step(conn, project=step["project"], branch=step["branch"], session_id=actor,
+                                                text=new_text, at=step["opened_at"])  # fmt: skip
             self._close(conn, step["id"], actor, f"edited into step {replacement}" + (f": {reason}" if reason else ""))
             entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
                                           text=step["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
@@ -166,20 +165,12 @@ class Corrections:
 
     def steps(self, project: str | None = None, *, closed: bool = False, limit: int = 100) -> list[dict[str, Any]]:
         """Open next steps, newest first (what the briefing lists), or closed ones, last closed first."""
-        where, params = ["closed_at IS NOT NULL" if closed else "closed_at IS NULL"], []
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        order = "closed_at DESC, id DESC" if closed else "opened_at DESC, id"
-        rows = self.db.reader().execute(
-            f"SELECT * FROM open_items WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", [*params, limit]
-        ).fetchall()
-        return [_step(r) for r in rows]
+        return [_step(r) for r in store_steps.steps(self.db.reader(), project, closed=closed, limit=limit)]
 
     @staticmethod
     def _open_step(conn, ref: str | int) -> dict[str, Any]:
         number = _step_number(ref)
-        row = conn.execute("SELECT * FROM open_items WHERE id = ?", (number,)).fetchone()
+        row = store_steps.step(conn, number)
         if row is None:
             raise NotFound(f"no next step {number}")
         step = _step(row)
@@ -190,8 +181,7 @@ class Corrections:
 
     @staticmethod
     def _close(conn, step_id: int, actor: str, because: str) -> None:
-        conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? WHERE id = ?",
-                     (now(), actor, because, step_id))  # fmt: skip
+        store_steps.close_step(conn, step_id, at=now(), by=actor, because=because)
 
 
 def _step(row) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from memory_anchor.worker.memory.operations import OperationsIndex
 from memory_anchor.worker.memory.relations import RelationStore
 from memory_anchor.worker.memory.retrieval import Retrieval
 from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.open_items import projects_with_open_steps
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 log = logging.getLogger(__name__)
@@ -425,8 +426,7 @@ class MemoryModel:
         return changed["demoted"] + changed["restored"]
 
     def _close_steps_done(self) -> int:
-        projects = [r["project"] for r in self.db.reader().execute(
-            "SELECT DISTINCT project FROM open_items WHERE closed_at IS NULL").fetchall()]  # fmt: skip
+        projects = projects_with_open_steps(self.db.reader())
         return sum(len(self.steps_done.close(project)) for project in projects)
 
 

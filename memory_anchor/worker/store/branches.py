@@ -200,3 +200,7 @@ def view_for(conn: sqlite3.Connection, branch: str | None, as_of: Any = None):
     name = branch or MAIN
     validate_branch_name(name)
     return resolve_view(conn, name, as_of)
+
+
+def describe_branch(conn: sqlite3.Connection, name: str, description: str) -> None:
+    conn.execute("UPDATE branches SET description = ? WHERE name = ?", (description, name))

@@ -123,3 +123,17 @@ def _begin_immediate(conn: sqlite3.Connection) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+@contextmanager
+def savepoint(conn, name: str = "step") -> Iterator[None]:
+    """One step inside a transaction, undone alone when it raises (the exception goes on): a
+    group commit keeps the steps that worked."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        raise
+    finally:
+        conn.execute(f"RELEASE {name}")

@@ -627,3 +627,33 @@ _HEAD_SEQ = {
     # write-order lock, no other write is in flight, so this is the committed head.
     POSTGRES: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM record_seq",
 }
+
+
+def max_seq(conn: sqlite3.Connection) -> int:
+    """The highest seq this connection can see (0 when none): where a live feed starts."""
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()[0])
+
+
+def written_for(conn: sqlite3.Connection, session_id: str, source_id: str, happened_at: float) -> dict[str, Any] | None:
+    """The latest version a session's event wrote (its `source_id` and time), or None."""
+    row = conn.execute(
+        """SELECT * FROM records WHERE session_id = ? AND source_id = ? AND happened_at = ?
+           ORDER BY seq DESC LIMIT 1""",
+        (session_id, source_id, happened_at),
+    ).fetchone()
+    return dict(row) if row is not None else None
+
+
+def versions_of(conn: sqlite3.Connection, ids: list[str]) -> list[Any]:
+    """Every version of these records on every branch, in seq order (rows as read)."""
+    return conn.execute(f"SELECT * FROM records WHERE id IN ({','.join('?' * len(ids))}) ORDER BY seq", ids).fetchall()
+
+
+def ids_written_on(conn: sqlite3.Connection, branch: str, after: int, upto: int | None = None) -> list[str]:
+    """The ids with a version on `branch` whose seq is in (after, upto]; upto None: no upper bound."""
+    sql = "SELECT DISTINCT id FROM records WHERE branch = ? AND seq > ?"
+    params: list[Any] = [branch, after]
+    if upto is not None:
+        sql += " AND seq <= ?"
+        params.append(upto)
+    return [row[0] for row in conn.execute(sql, params)]
