@@ -169,3 +169,18 @@ def find_circles(graph):
     for module in sorted(graph):
         visit(module)
     return circles
+
+
+def test_sql_runs_only_in_the_store():
+    """Storage has one door: a statement is run only in memory_anchor/worker/store/; other layers
+    call its named operations, and the dialect differences stay there too."""
+    store = WORKER / "store"
+    outside = [
+        f"{path.relative_to(ROOT)}:{node.lineno} .{node.func.attr}("
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if store not in path.parents
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("execute", "executemany", "executescript")
+    ]
+    assert not outside, "statements run outside the store:\n" + "\n".join(outside)

@@ -58,7 +58,7 @@ from memory_anchor.worker.memory.common import (
 from memory_anchor.worker.memory.finder import Finder
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, View, resolve_view
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, View, log_fact_rejection, resolve_view
 from memory_anchor.worker.store.sessions import session_cwd
 
 LIVE = ("active", "pending", "disputed")
@@ -374,10 +374,8 @@ class FactStore:
                                   data={**data, "verified_at": now()})  # fmt: skip
 
     def log_rejection(self, conn, text: str, confidence: float, *, project: str, agent_id: str | None, source: str | None, reason: str) -> None:
-        conn.execute(
-            "INSERT INTO fact_rejections(project, agent_id, text, confidence, source, reason, created_at) VALUES (?,?,?,?,?,?,?)",
-            (project, agent_id, text, confidence, source, reason, now()),
-        )
+        log_fact_rejection(conn, project=project, agent_id=agent_id, text=text, confidence=confidence, source=source,
+                           reason=reason, at=now())  # fmt: skip
 
     # --- approvals of pending facts -------------------------------------------------------
 

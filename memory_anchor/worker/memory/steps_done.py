@@ -34,6 +34,7 @@ from memory_anchor.worker.codebase.freshness import repo_for
 from memory_anchor.worker.codebase.git import Repo, head
 from memory_anchor.worker.memory.cues import terms
 from memory_anchor.worker.store import open_items as store_steps
+from memory_anchor.worker.store.sessions import last_cwd
 
 COMMIT_PREFIX = "commit:"
 # Words that say a step is open, not what it is.
@@ -135,9 +136,7 @@ def closed_by_commit(item: dict[str, Any]) -> dict[str, str] | None:
 def repository_of(conn, project: str) -> Repo | None:
     """The repository of a project here: its name when that is a path (one machine), else the one of
     the last session's directory in it (a team names projects by their remote)."""
-    row = conn.execute("SELECT cwd FROM sessions WHERE project = ? AND cwd IS NOT NULL ORDER BY last_seen_at DESC LIMIT 1",
-                       (project,)).fetchone()  # fmt: skip
-    return repo_for(project, row["cwd"] if row else None)
+    return repo_for(project, last_cwd(conn, project))
 
 
 class StepsDoneByCommits:

@@ -46,3 +46,19 @@ def resolve(conn: Any, conflict_id: int, *, at: float, actor: str, resolution: s
         "UPDATE conflicts SET status='resolved', resolved_at=?, resolved_by=?, resolution=?, note=? WHERE id=?",
         (at, actor, resolution, note, conflict_id),
     )
+
+
+def is_open_over(conn: Any, fact_id: str) -> bool:
+    """Whether an open conflict names this fact, on either side."""
+    return conn.execute(
+        "SELECT 1 FROM conflicts WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)", (fact_id, fact_id)
+    ).fetchone() is not None
+
+
+def resolve_over(conn: Any, fact_id: str, *, at: float, actor: str, resolution: str, note: str) -> None:
+    """Resolve the open conflicts over a fact (a correction of the fact settles them)."""
+    conn.execute(
+        "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolved_by = ?, resolution = ?, note = ?"
+        " WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)",
+        (at, actor, resolution, note, fact_id, fact_id),
+    )

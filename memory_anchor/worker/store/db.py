@@ -137,3 +137,8 @@ def savepoint(conn, name: str = "step") -> Iterator[None]:
         raise
     finally:
         conn.execute(f"RELEASE {name}")
+
+
+def current_role(conn) -> str:
+    """The database role a team database connection works as (PostgreSQL's current_user)."""
+    return conn.execute("SELECT current_user AS me").fetchone()["me"]

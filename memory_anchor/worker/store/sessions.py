@@ -91,3 +91,10 @@ def choose_branch(conn: Any, session_id: str, branch: str, chosen_by: str, *, pa
 def move_session(conn: Any, session_id: str, branch: str) -> None:
     """A known session writes to `branch` from now on."""
     conn.execute("UPDATE sessions SET branch = ? WHERE session_id = ? AND branch != ?", (branch, session_id, branch))
+
+
+def last_cwd(conn: Any, project: str) -> str | None:
+    """The directory of the project's latest session that had one."""
+    row = conn.execute("SELECT cwd FROM sessions WHERE project = ? AND cwd IS NOT NULL ORDER BY last_seen_at DESC LIMIT 1",
+                       (project,)).fetchone()  # fmt: skip
+    return row["cwd"] if row else None
