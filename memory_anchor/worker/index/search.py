@@ -72,7 +72,7 @@ from memory_anchor.worker.index.vectors import VectorFilter, Vectors
 from memory_anchor.worker.store import filters as filter_language
 from memory_anchor.worker.store.cjk import is_cjk_word, query_words
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.dialect import POSTGRES, dialect_of, truth
+from memory_anchor.worker.store.dialect import dialect_of, metadata_in, truth
 from memory_anchor.worker.store.filters import Filter
 from memory_anchor.worker.store.records import RecordError, Records, View, parse_time
 from memory_anchor.worker.store.threads import neighbour_walks
@@ -519,17 +519,9 @@ class _Scope:
             params.append(self.before)
         for key, want in self.metadata.items():
             values = list(want) if isinstance(want, (list, tuple)) else [want]
-            if not values:
-                parts.append(truth(dialect, False))
-                continue
-            if dialect == POSTGRES:
-                # As text: a superset of what `accepts` keeps (it compares values, then their text).
-                parts.append(f"({alias}.metadata::jsonb ->> ?) IN ({','.join('?' * len(values))})")
-                params.extend([str(key), *(v if isinstance(v, str) else json.dumps(v) for v in values)])
-            else:
-                path = '$."' + str(key).replace('"', "") + '"'
-                parts.append(f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})")
-                params.extend([path, *values])
+            condition, condition_params = metadata_in(dialect, alias, key, values)
+            parts.append(condition)
+            params.extend(condition_params)
         if self.expr is not None:
             text, expr_params = self.expr.sql(alias, dialect)
             parts.append(text)

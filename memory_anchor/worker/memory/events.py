@@ -19,7 +19,7 @@ from memory_anchor.worker.memory.finder import Finder, boosted
 from memory_anchor.worker.store import event_archive
 from memory_anchor.worker.store.branches import active_branches
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.dialect import dialect_of, json_number
+from memory_anchor.worker.store.dialect import data_number_below, dialect_of
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 
@@ -112,13 +112,13 @@ class EventLog:
         at = at or now()
         count = 0
         with self.db.transaction() as conn:
-            expires_at = json_number(dialect_of(conn), "r.data", "expires_at")
+            expired = data_number_below(dialect_of(conn), "r", "expires_at")
             branches = active_branches(conn)
             for branch in branches:
                 view = resolve_view(conn, branch)
                 rows, _ = Records.query(
                     conn, view, filters={"kind": "event", "branch": branch}, limit=100_000,
-                    extra_where=f"{expires_at} < ?", extra_params=[at],
+                    extra_where=expired, extra_params=[at],
                 )  # fmt: skip
                 for row in rows:
                     event_archive.archive(conn, row, branch, at)
