@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from memory_anchor.core.projects import project_for_cwd
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from tests.fakes.anthropic_server import json_reply
-from memory_anchor.worker.branching import branches as registry
-from memory_anchor.worker.branching import sessions, snapshots
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.branching import sessions
+from memory_anchor.worker.store import snapshots
 from memory_anchor.worker.branching.diff import compute_diff
 from memory_anchor.worker.branching.judge import ClaudeJudge
 from memory_anchor.worker.branching.merge import MergeEngine

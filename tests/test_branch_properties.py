@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
-from memory_anchor.worker.branching import branches as registry
-from memory_anchor.worker.branching import snapshots
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.store import snapshots
 from memory_anchor.worker.branching.merge import MergeEngine
 from tests.postgres import init_team_database, member_url
 from memory_anchor.worker.store.db import Database

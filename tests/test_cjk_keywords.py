@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.worker.branching import branches
+from memory_anchor.worker.store import branches
 from memory_anchor.worker.index.search import SearchService
 from memory_anchor.worker.memory.common import fts_query
 from memory_anchor.worker.store import migrations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from tests.conftest import tool_use_event
 from tests.e2e.harness import claude_or_skip, pinned_cli
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_reply, json_reply

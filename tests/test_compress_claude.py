@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from tests.fakes.anthropic_server import error_reply, json_reply, request_text, text_reply
 from memory_anchor.worker.llm.client import ClaudeClient
 from memory_anchor.worker.pipeline.compress import COOLDOWN_SECONDS, MAX_DEFERRALS, Distiller, local

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from memory_anchor.cli.main import COMMAND_MODULES, build_parser
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()

@@ -154,7 +154,7 @@ def test_a_steady_stream_still_lets_the_pipeline_run(quick_pipeline):
 
 
 def test_a_run_of_prompts_and_tool_uses_commits_once_and_a_failing_event_is_rolled_back_alone(tmp_path: Path, monkeypatch):
-    from memory_anchor.core.settings import load_settings
+    from memory_anchor.schemas.settings import load_settings
     from memory_anchor.worker.services import Services
 
     services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")

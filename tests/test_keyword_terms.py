@@ -95,7 +95,7 @@ CORPUS = [
 def test_bm25_in_postgresql_scores_like_fts5(tmp_path, postgres_cluster):
     """Same terms, same formula, same constants: the same ranking and the same scores."""
     from tests.postgres import init_team_database, member_url
-    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, keyword_index
     from memory_anchor.worker.store.db import Database
     from memory_anchor.worker.store.postgres.database import PostgresDatabase
 
@@ -123,7 +123,7 @@ def test_bm25_in_postgresql_scores_like_fts5(tmp_path, postgres_cluster):
 
 def test_term_statistics_count_only_what_the_reader_may_see(members):
     """A private row's words show nowhere for another member, not even as a document count."""
-    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, keyword_index
 
     alice, bob = members("alice", "bob")
     with alice.transaction() as conn:
@@ -181,7 +181,7 @@ def test_postings_hold_each_terms_frequency_per_column_and_leave_with_their_bran
     """record_postings, which BM25 reads on PostgreSQL, are derived from the term vector the worker
     writes: one row per term with its count in text, title and thread context; a deleted branch
     takes them and their statistics with its records."""
-    from memory_anchor.worker.branching import branches
+    from memory_anchor.worker.store import branches
 
     (alice,) = members("alice")
     with alice.transaction() as conn:
@@ -210,7 +210,7 @@ def test_postings_hold_each_terms_frequency_per_column_and_leave_with_their_bran
 def test_a_word_matched_in_own_words_only_counts_no_hit_in_the_thread_context(members):
     """As FTS5 counts a column-filtered phrase: the context's hits of an own-words-only term do not
     add to its frequency, so two records with the same own words score alike."""
-    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, keyword_index
 
     (alice,) = members("alice")
     with alice.transaction() as conn:
@@ -227,7 +227,7 @@ def test_a_word_matched_in_own_words_only_counts_no_hit_in_the_thread_context(me
 
 
 def test_the_speaker_check_finds_only_records_the_reader_may_see(members):
-    from memory_anchor.worker.index.keywords import keyword_index
+    from memory_anchor.worker.store.keywords import keyword_index
 
     alice, bob = members("alice", "bob")
     with alice.transaction() as conn:
@@ -246,7 +246,7 @@ def test_upgrading_to_postings_indexes_the_records_already_written(postgres_clus
     import psycopg
 
     from memory_anchor.cli.main import main
-    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, keyword_index
     from memory_anchor.worker.store.postgres.database import Connection, PostgresDatabase
     from memory_anchor.worker.store.postgres.roles import add_member
     from memory_anchor.worker.store.postgres.schema import MIGRATIONS, apply_schema

@@ -152,12 +152,11 @@ def model(store_db):
 
 
 def _briefing(model, project="/p", budget=3000):
-    from types import SimpleNamespace
+    from memory_anchor.schemas.settings import Settings
+    from memory_anchor.worker.context import ContextRequest, ContextServices, build_context
 
-    from memory_anchor.core.settings import Settings
-    from memory_anchor.worker.context import ContextRequest, build_context
-
-    request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=budget)
+    services = ContextServices(settings=Settings(), reader=model.db.reader, memory=model)
+    request = ContextRequest(project=project, services=services, budget=budget)
     return build_context(request, model.db.reader())
 
 

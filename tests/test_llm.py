@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from tests.fakes.anthropic_server import Reply, error_reply, json_reply, text_reply
 from tests.fakes.fixtures import FAKE_API_KEY
 from memory_anchor.worker.llm.client import ClaudeClient, LLMError, LLMReplyError, LLMUnavailable, parse_json_reply

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from tests.test_hooks import base_payload, hook_env, run_hook, spool_lines
 from memory_anchor.worker.llm import claude_cli
 from memory_anchor.worker.llm.claude_cli import CliCallError, CliStatus, locate, parse_result

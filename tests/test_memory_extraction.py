@@ -10,7 +10,7 @@ import pytest
 
 from memory_anchor.schemas.memories import AddMemoryRequest
 from memory_anchor.schemas.memory_model import ConflictResolve, Decision, FactIn
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.llm.client import ClaudeClient
 from memory_anchor.worker.memory import Material, MemoryModel
 from memory_anchor.worker.store.db import Database

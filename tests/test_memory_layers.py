@@ -412,12 +412,10 @@ def test_read_only_agent_writes_become_proposals(model):
 
 
 def _context(model, monkeypatch, budget=3000):
-    from types import SimpleNamespace
-
     from memory_anchor.worker import context as ctx
-    from memory_anchor.core.settings import Settings
+    from memory_anchor.schemas.settings import Settings
 
-    services = SimpleNamespace(memory=model, settings=Settings())
+    services = ctx.ContextServices(settings=Settings(), reader=model.db.reader, memory=model)
     request = ctx.ContextRequest(project=PROJECT, services=services, budget=budget)
     return ctx.build_context(request, model.db.reader())
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.core.settings import load_settings
+from memory_anchor.schemas.settings import load_settings
 from memory_anchor.worker.pipeline.drain import Pipeline
 from memory_anchor.worker.services import Services
 

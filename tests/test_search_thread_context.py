@@ -7,7 +7,7 @@ import time
 import pytest
 
 from memory_anchor.core import paths
-from memory_anchor.worker.branching.branches import delete_branch
+from memory_anchor.worker.store.branches import delete_branch
 from memory_anchor.worker.index.search import SearchService
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.migrations import apply_migrations

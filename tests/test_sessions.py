@@ -9,7 +9,7 @@ import pytest
 
 from memory_anchor.core.projects import project_for_cwd
 from memory_anchor.schemas.observations import SessionSummaryDraft
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.capture.inbox import InboxEvent
 from memory_anchor.worker.codebase.service import Codebase
 from memory_anchor.worker.pipeline.sessions import Sessions, summary_id

@@ -4,7 +4,7 @@ A git project made here with the real `git` goes through sessions posted at the 
 door (the payloads Claude Code sends: Edit, Read, a prompt, Stop); then commits outside any
 session delete a file, rewrite the fixed function and move a document. The next briefing and
 recall mark what no longer holds, leave the rest as it was, and the rule about the deleted
-file loses its confidence until the file is back.
+file shows demoted until the file is back; the git watch records it (the briefing only reads).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import urllib.parse
 
 import pytest
 
-from tests.conftest import ROOT, start_worker, worker_env
+from tests.conftest import ROOT, start_worker, wait_for, worker_env
 from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.both_backends, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
@@ -141,6 +141,8 @@ def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(s
     rule_line = line_with(after, "rule: Always keep the database settings")
     assert "[needs verification]" in rule_line and rule_line.endswith("(config/settings.toml deleted since)"), rule_line
 
+    # The briefing only showed it; the git watch records the demotion (memory_anchor/worker/app.py).
+    wait_for(lambda: rule_fact(shared_worker, project)["confidence"] < 0.6, timeout=30, what="the demotion recorded")
     demoted = rule_fact(shared_worker, project)
     assert demoted["confidence"] < 0.6 <= confidence and demoted["needs_verification"]
 
@@ -153,6 +155,7 @@ def test_the_briefing_and_recall_mark_what_commits_made_stale_and_nothing_else(s
     repo.commit("settings back")
     again = briefing(shared_worker, project)
     assert "needs verification" not in line_with(again, "rule: Always keep the database settings")
+    wait_for(lambda: rule_fact(shared_worker, project)["confidence"] == confidence, timeout=30, what="the rule restored")
     restored = rule_fact(shared_worker, project)
     assert restored["confidence"] == confidence and not restored["needs_verification"]
 

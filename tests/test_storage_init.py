@@ -107,7 +107,7 @@ def test_settings_never_print_a_password_in_the_storage_url(url, monkeypatch, tm
 
 
 def test_the_storage_url_setting_is_empty_or_a_postgresql_url(monkeypatch, tmp_path):
-    from memory_anchor.core.settings import Settings, SettingsError, load_settings
+    from memory_anchor.schemas.settings import Settings, SettingsError, load_settings
 
     assert Settings().storage_url == ""
     assert Settings(storage_url=" postgresql://alice@db/team ").storage_url == "postgresql://alice@db/team"

@@ -203,7 +203,7 @@ def test_an_owner_who_is_not_a_superuser_migrates(source, postgres_cluster):
 def _keyword_reads(db) -> tuple[int, dict[str, list[str]]]:
     """Records with keyword terms, and the texts keyword search finds for a few words of the source
     (sorted: the backends order equal scores differently)."""
-    from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+    from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, keyword_index
 
     conn = db.reader()
     index = keyword_index(conn)

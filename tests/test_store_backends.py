@@ -13,8 +13,8 @@ import time
 import psycopg
 import pytest
 
-from memory_anchor.worker.branching import branches as registry
-from memory_anchor.worker.branching import snapshots
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.store import snapshots
 from memory_anchor.worker.store import filters
 from memory_anchor.worker.store.dialect import dialect_of
 from memory_anchor.worker.store.postgres.database import PostgresDatabase

@@ -14,8 +14,8 @@ import pytest
 from psycopg import errors
 
 from memory_anchor.cli.main import main
-from memory_anchor.worker.branching import branches as registry
-from memory_anchor.worker.branching import snapshots
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.store import snapshots
 from memory_anchor.worker.branching.merge import MergeEngine, list_merges
 from memory_anchor.worker.store.postgres.database import PostgresDatabase
 from memory_anchor.worker.store.records import RecordError, Records, resolve_view

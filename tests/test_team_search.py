@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.postgres import init_team_database, member_url
-from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.store import branches as registry
 from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.follower import LogFollower

@@ -194,7 +194,7 @@ def test_stopping_does_not_wait_for_the_warm_up_to_load_the_model_and_no_store_i
     """Every short-lived worker (a `worker stop` soon after a start, the suite's tests) used to wait
     for the embedding model to load at exit; the warm-up's steps on the stores still never overlap
     or follow the close."""
-    from memory_anchor.core.settings import load_settings
+    from memory_anchor.schemas.settings import load_settings
     from memory_anchor.worker.services import Services
 
     services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")

@@ -105,19 +105,17 @@ class Cluster:
 
     def create_database(self, template: str | None = None) -> str:
         """A new database, empty or a copy of `template`; returns its name."""
-        import psycopg
+        from memory_anchor.worker.store.postgres import admin
 
         name = "t_" + uuid.uuid4().hex[:12]
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+        admin.create_database(self.url(), name, template)
         return name
 
     def drop_database(self, name: str) -> None:
         """Drop a database (closing what still reaches it): a test session creates hundreds."""
-        import psycopg
+        from memory_anchor.worker.store.postgres import admin
 
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.drop_database(self.url(), name)
 
 
 def start_cluster() -> Cluster:

@@ -85,7 +85,7 @@ def measure(texts: list[tuple[str, str]]) -> dict:
 
 
 def _events_per_second(seconds: float = 2.0) -> float:
-    from memory_anchor.core.settings import Settings
+    from memory_anchor.schemas.settings import Settings
     from memory_anchor.worker.capture.sanitize import sanitize_event
 
     source = (ROOT / "memory_anchor" / "worker" / "pipeline" / "drain.py").read_text()

@@ -123,9 +123,8 @@ def latencies(backend: Backend, mode: str, filtered: bool, queries: int) -> list
 
 
 def run(args) -> int:
-    import psycopg
-
     from memory_anchor.worker.index.embeddings import Embedder
+    from memory_anchor.worker.store.postgres.admin import vacuum_analyze
 
     n = int(args.n)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ma-bench-search-"))
@@ -143,8 +142,7 @@ def run(args) -> int:
         embedder = Embedder()
         elapsed = load(n, sqlite_dir, owner_url, embedder)
         print(f"  written to both in {elapsed:.0f} s; vacuuming and analyzing the team database", flush=True)
-        with psycopg.connect(owner_url, autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE")
+        vacuum_analyze(owner_url)
         pair = backends(sqlite_dir, owner_url, embedder)
         try:
             rows = []

@@ -338,7 +338,7 @@ def time_briefings(data_dir: Path, project: str, runs: int) -> dict[str, Any]:
     """Build the project's briefing in process, on the stopped worker's data dir, with the checks and
     without, alternately (a busy machine slows both alike); the first build of each is kept apart:
     with the checks it is the one that runs git and hashes the files after HEAD moved."""
-    from memory_anchor.core.settings import load_settings
+    from memory_anchor.schemas.settings import load_settings
     from memory_anchor.worker.context import ContextRequest, build_context
     from memory_anchor.worker.services import Services
 
@@ -350,7 +350,7 @@ def time_briefings(data_dir: Path, project: str, runs: int) -> dict[str, Any]:
     for _ in range(runs + 1):
         for label, services in both.items():
             started = time.perf_counter()
-            built = build_context(ContextRequest(project=project, services=services), services.db.reader())
+            built = build_context(ContextRequest(project=project, services=services.context_services), services.db.reader())
             times[label].append((time.perf_counter() - started) * 1000)
             if label == "with":
                 marked = sum(1 for line in built.text.splitlines() if " since" in line or " moved to " in line)

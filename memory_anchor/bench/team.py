@@ -217,7 +217,7 @@ def outage(cluster, workers: list[Worker], owner_url: str, per_worker: int) -> t
 
     Returns (posted, accepted with 202, records found for them, seconds from restart to all processed).
     """
-    import psycopg
+    from memory_anchor.worker.store.postgres.admin import prompts_stored
 
     run = uuid.uuid4().hex[:8]
     sessions = {w.name: f"team-outage-{run}-{w.name}" for w in workers}
@@ -239,12 +239,7 @@ def outage(cluster, workers: list[Worker], owner_url: str, per_worker: int) -> t
     deadline = time.monotonic() + 600
     found = 0
     while time.monotonic() < deadline:
-        with psycopg.connect(owner_url) as conn:
-            found = conn.execute(
-                # source_id is inbox:<id>, numbered per machine: with the session it names one event
-                "SELECT count(DISTINCT (session_id, source_id)) FROM records WHERE kind = 'prompt' AND session_id = ANY(%s)",
-                (list(sessions.values()),),
-            ).fetchone()[0]
+        found = prompts_stored(owner_url, list(sessions.values()))
         if found >= posted and all(w.client.get("/api/v1/status")["inbox"].get("pending", 0) == 0 for w in workers):
             break
         time.sleep(0.5)

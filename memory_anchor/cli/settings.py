@@ -8,7 +8,7 @@ from typing import Any
 
 from memory_anchor.core import paths
 from memory_anchor.cli.main import emit
-from memory_anchor.core.settings import Settings, load_settings
+from memory_anchor.schemas.settings import Settings, load_settings
 
 
 def register(sub) -> None:

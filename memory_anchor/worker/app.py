@@ -19,7 +19,7 @@ from aiohttp import web
 from memory_anchor.core import paths
 from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
 from memory_anchor.core.version import __version__
-from memory_anchor.core.settings import SettingsError, load_settings
+from memory_anchor.schemas.settings import SettingsError, load_settings
 from memory_anchor.core import lifecycle
 from memory_anchor.worker.api import admin, branches, context, events, health, memories, portability, timeline, viewer
 from memory_anchor.worker.api import corrections, live, mem0_platform, memory_model, verify
@@ -124,7 +124,8 @@ async def _pipeline_ctx(app: web.Application):
 
 
 async def _memory_maintenance(services: Services, every_seconds: float = 3600.0) -> None:
-    """The memory model's periodic job: archive expired events, purge old identity removals."""
+    """The memory model's periodic job: archive expired events, purge old identity removals, demote facts
+    whose files are gone (MemoryModel.maintain)."""
     while True:
         try:
             await services.run(services.memory.maintain)
@@ -135,12 +136,14 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
 
 async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:
     """When a repository's HEAD moves (a commit between sessions), ask git on the pipeline's thread
-    what the next SessionStart's staleness marks will need (memory_anchor/worker/codebase/service.py: warm)."""
+    what the next SessionStart's staleness marks will need (memory_anchor/worker/codebase/service.py: warm),
+    and record the demotion of the facts whose files the commit deleted or moved."""
     while True:
         await asyncio.sleep(every_seconds)
         try:
             if services.settings.code_checks:  # off: nothing is checked, so nothing to ask ahead
-                await services.run_background(services.codebase.warm)
+                if await services.run_background(services.codebase.warm):
+                    await services.run_background(services.memory.check_facts_against_code)
         except Exception:
             log.exception("warming the code history failed; the next check asks git itself")
 

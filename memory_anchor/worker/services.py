@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from memory_anchor.core import paths, projects
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.capture.inbox import Arrival, Inbox
 from memory_anchor.worker.capture.sanitize import sanitize_event
 from memory_anchor.worker.store.db import Database
@@ -126,6 +126,14 @@ class Services:
         from memory_anchor.worker.codebase.service import Codebase
 
         return Codebase()
+
+    @cached_property
+    def context_services(self):
+        """What the briefing and recall read (memory_anchor/worker/context/model.py)."""
+        from memory_anchor.worker.context.model import ContextServices
+
+        return ContextServices(settings=self.settings, reader=self.db.reader, memory=self.memory,
+                               codebase=self.codebase, search=lambda: self.search)  # fmt: skip
 
     @property
     def facts(self):
@@ -253,11 +261,10 @@ class Services:
         """
         if not session_id:
             return None
+        from memory_anchor.worker.store.sessions import chosen_branch, session_branch
+
         conn = self.db.reader()
-        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-        if row is None:
-            row = conn.execute("SELECT branch FROM session_branches WHERE session_id = ?", (session_id,)).fetchone()
-        return row["branch"] if row else None
+        return session_branch(conn, session_id) or chosen_branch(conn, session_id)
 
     async def run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking work (SQLite writes, embedding, search) off the event loop."""

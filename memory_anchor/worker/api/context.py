@@ -40,7 +40,7 @@ async def get_context(request: web.Request) -> web.Response:
         branch=branch or branch_param(request),
         agent_id=request.query.get("agent_id") or None,
         budget=int_param(request, "budget", services.settings.context_token_budget, low=100, high=200_000),
-        services=services,
+        services=services.context_services,
     )
     if note:  # said after the briefing, within Claude Code's cap; not cached: it is about this moment
         context_request.max_chars -= len(note) + 2
@@ -83,5 +83,7 @@ async def recall(request: web.Request) -> web.Response:
     """A few memories relevant to a prompt, or an empty context when nothing clears the threshold."""
     services = request.app["services"]
     body = RecallRequest.model_validate(await read_json_object(request))
-    result = await services.run(recall_for_prompt, services, body)
+    project = body.project or services.project_for_cwd(body.cwd)
+    branch = services.session_branch(body.session_id) if body.session_id else None
+    result = await services.run(recall_for_prompt, services.context_services, body, project=project, branch=branch)
     return web.json_response(result)

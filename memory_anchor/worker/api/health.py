@@ -8,6 +8,8 @@ import time
 from aiohttp import web
 
 from memory_anchor.core.version import __version__
+from memory_anchor.worker.store.pending_vectors import pending_count
+from memory_anchor.worker.store.records import versions_by_kind
 
 routes = web.RouteTableDef()
 
@@ -59,7 +61,7 @@ async def openapi(request: web.Request) -> web.Response:
 
 def _record_counts(db) -> dict[str, int]:
     """Record versions by kind."""
-    return {r[0]: r[1] for r in db.reader().execute("SELECT kind, count(*) FROM records GROUP BY kind")}
+    return versions_by_kind(db.reader())
 
 
 def _pending_vectors(services) -> int:
@@ -67,7 +69,7 @@ def _pending_vectors(services) -> int:
     without building the indexer; on a team database, how far its follower is behind the log)."""
     if services.shared_store:
         return services.indexer.pending_count()
-    return services.db.reader().execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
+    return pending_count(services.db.reader())
 
 
 def _memory_bytes(field: str) -> int:

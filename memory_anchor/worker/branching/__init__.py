@@ -1,7 +1,8 @@
 """Git for memory: branches, diffs, merges, snapshots, session branches.
 
-- `branches.py`  the branch registry (create/list/archive/delete)
-- `snapshots.py` named (branch, seq) points for time travel
+The branch registry (create/list/archive/delete) and named (branch, seq) points for time
+travel are tables: `store/branches.py`, `store/snapshots.py`.
+
 - `sessions.py`  which branch a session writes to
 - `diff.py`      what two branches changed since they last shared a version
 - `merge.py`     applying a diff with a strategy, atomically, with history

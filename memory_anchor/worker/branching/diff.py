@@ -24,7 +24,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from memory_anchor.worker.store.records import RecordError, View, resolve_view, row_to_dict
+from memory_anchor.worker.store.merges import origins
+from memory_anchor.worker.store.records import RecordError, View, ids_written_on, resolve_view, row_to_dict, versions_of
 
 # Statuses that take a record out of live memory (the version still exists).
 INACTIVE_STATUSES = frozenset({"superseded", "invalidated", "rejected", "archived", "deleted", "expired"})
@@ -144,9 +145,7 @@ def compute_diff(
     kinds = set(kinds) if kinds else None
     for start in range(0, len(ids), BATCH):
         chunk = ids[start : start + BATCH]
-        rows = conn.execute(
-            f"SELECT * FROM records WHERE id IN ({','.join('?' * len(chunk))}) ORDER BY seq", chunk
-        ).fetchall()
+        rows = versions_of(conn, chunk)
         histories: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             histories.setdefault(row["id"], []).append(row_to_dict(row))
@@ -225,15 +224,7 @@ def _fact_key_conflicts(diff: Diff) -> None:
 
 
 def _canon(conn: sqlite3.Connection, seqs: list[int]) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for start in range(0, len(seqs), BATCH):
-        chunk = seqs[start : start + BATCH]
-        for row in conn.execute(
-            f"SELECT target_seq, origin_seq FROM merge_copies WHERE target_seq IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ):
-            out[row[0]] = row[1]
-    return out
+    return origins(conn, seqs)
 
 
 def _candidate_ids(conn: sqlite3.Connection, sv: View, tv: View) -> list[str]:
@@ -244,13 +235,8 @@ def _candidate_ids(conn: sqlite3.Connection, sv: View, tv: View) -> list[str]:
         lo, hi = _exclusive_range(s_lim.get(name, -1), t_lim.get(name, -1))
         if lo == hi:
             continue
-        sql = "SELECT DISTINCT id FROM records WHERE branch = ? AND seq > ?"
-        params: list[Any] = [name, lo]
-        if hi is not None:
-            sql += " AND seq <= ?"
-            params.append(hi)
-        for row in conn.execute(sql, params):
-            ids.setdefault(row[0], None)
+        for record_id in ids_written_on(conn, name, lo, hi):
+            ids.setdefault(record_id, None)
     return list(ids)
 
 

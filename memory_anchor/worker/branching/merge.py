@@ -26,7 +26,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memory_anchor.worker.branching import branches as registry
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.store import merges
+from memory_anchor.worker.store.conflicts import open_conflict
 from memory_anchor.worker.branching.diff import Change, Conflict, Diff, compute_diff, is_live, normalise
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.dialect import table_exists
@@ -114,11 +116,8 @@ class MergeEngine:
                 _check_picks(diff, items or [])
             merge_id = str(uuid.uuid4())
             before = Records.head_seq(conn)
-            conn.execute(
-                "INSERT INTO merges(id, source, target, strategy, actor, merged_by, created_at, source_head,"
-                " target_seq_before) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-                (merge_id, source, target, strategy, actor, time.time(), _head_of(diff), before),
-            )
+            merges.start_merge(conn, merge_id, source=source, target=target, strategy=strategy, actor=actor,
+                               source_head=_head_of(diff), target_seq_before=before)  # fmt: skip
             planner = _Planner(diff, strategy, items, resolutions, judged, consolidated)
             report = planner.apply(conn, merge_id, actor)
             open_count = sum(1 for c in report.conflicts if c["resolution"] == "open")
@@ -129,12 +128,9 @@ class MergeEngine:
                     marked = True
             merged_by = _merged_by(report)
             shared_items = _shareable(report.merged, planner.private_seqs)
-            conn.execute(
-                "UPDATE merges SET merged_by = ?, target_seq_after = ?, items_merged = ?, items_rejected = ?,"
-                " conflicts = ? WHERE id = ?",
-                (merged_by, Records.head_seq(conn), _dump(shared_items), _dump(report.rejected),
-                 _dump(report.conflicts), merge_id),
-            )  # fmt: skip
+            merges.finish_merge(conn, merge_id, merged_by=merged_by, target_seq_after=Records.head_seq(conn),
+                                items_merged=_dump(shared_items), items_rejected=_dump(report.rejected),
+                                conflicts=_dump(report.conflicts))  # fmt: skip
         return _result(merge_id, source, target, strategy, actor, report, dry_run=False, marked=marked)
 
     # --- slow decisions, before the transaction ------------------------------------
@@ -351,10 +347,7 @@ class _Planner:
                 self.conn, row, branch=self.diff.target, actor=self.actor, reason=f"merge:{self.strategy}"
             )
             target_seq = self._wrote(written)
-            self.conn.execute(
-                "INSERT INTO merge_copies(target_seq, origin_seq, merge_id) VALUES (?, ?, ?)",
-                (target_seq, origin, self.merge_id),
-            )
+            merges.record_copy(self.conn, target_seq, origin, self.merge_id)
         self.report.merged.append(_item(row, action, target_seq, source_seq=row["seq"]))
 
     def _supersede(self, target_change: Change, *, by: str) -> None:
@@ -426,19 +419,14 @@ class _Planner:
             self.conn, {**row, "status": "disputed"}, branch=self.diff.target, actor=self.actor,
             reason=f"merge:{self.strategy}:disputed",
         )  # fmt: skip
-        self.conn.execute(
-            "INSERT INTO merge_copies(target_seq, origin_seq, merge_id) VALUES (?, ?, ?)",
-            (written["seq"], self.diff.canon.get(row["seq"], row["seq"]), self.merge_id),
-        )
+        merges.record_copy(self.conn, written["seq"], self.diff.canon.get(row["seq"], row["seq"]), self.merge_id)
         if not table_exists(self.conn, "conflicts"):
             return
-        conflict_id = self.conn.execute(
-            "INSERT INTO conflicts(status, project, branch, existing_id, candidate_id, fact_key, reason, agent_id,"
-            " created_at) VALUES ('open', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (conflict.target.row.get("project") or "", self.diff.target, conflict.target.id, row["id"],
-             conflict.fact_key, f"merge of {self.diff.source} into {self.diff.target}: {conflict.reason}",
-             row.get("agent_id"), time.time()),
-        ).fetchone()[0]  # fmt: skip
+        conflict_id = open_conflict(
+            self.conn, project=conflict.target.row.get("project") or "", branch=self.diff.target,
+            existing_id=conflict.target.id, candidate_id=row["id"], fact_key=conflict.fact_key,
+            reason=f"merge of {self.diff.source} into {self.diff.target}: {conflict.reason}", agent_id=row.get("agent_id"),
+        )  # fmt: skip
         for entry in self.report.conflicts:
             if entry["key"] == conflict.key:
                 entry["conflict_id"] = str(conflict_id)
@@ -505,23 +493,16 @@ def _result(merge_id, source, target, strategy, actor, report: MergeReport, *, d
 
 def list_merges(conn, branch: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """Merge history, newest first; `branch` matches source or target."""
-    if branch:
-        rows = conn.execute(
-            "SELECT * FROM merges WHERE source = ? OR target = ? ORDER BY created_at DESC LIMIT ?",
-            (branch, branch, limit),
-        )
-    else:
-        rows = conn.execute("SELECT * FROM merges ORDER BY created_at DESC LIMIT ?", (limit,))
-    return [merge_row_to_wire(dict(r)) for r in rows]
+    return [merge_row_to_wire(r) for r in merges.merges(conn, branch, limit)]
 
 
 def get_merge(conn, merge_id: str) -> dict[str, Any]:
-    row = conn.execute("SELECT * FROM merges WHERE id = ?", (merge_id,)).fetchone()
+    row = merges.merge(conn, merge_id)
     if row is None:
         from memory_anchor.worker.store.records import NotFound
 
         raise NotFound(f"merge {merge_id!r} does not exist")
-    return merge_row_to_wire(dict(row))
+    return merge_row_to_wire(row)
 
 
 def merge_row_to_wire(row: dict[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,10 @@ from memory_anchor.schemas.branches import (
     SnapshotOut,
     TimeTravelRequest,
 )
-from memory_anchor.worker.branching import branches as registry
-from memory_anchor.worker.branching import sessions, snapshots
+from memory_anchor.worker.store import branches as registry
+from memory_anchor.worker.branching import sessions
+from memory_anchor.worker.store import snapshots
+from memory_anchor.worker.store.sessions import session_branch
 from memory_anchor.worker.branching.judge import ClaudeJudge
 from memory_anchor.worker.branching.merge import MergeEngine, get_merge, list_merges
 from memory_anchor.worker.store.records import MAIN, RecordError, resolve_as_of, validate_branch_name
@@ -63,7 +65,7 @@ class BranchService:
     def describe(self, name: str, description: str) -> dict[str, Any]:
         with self.db.transaction() as conn:
             registry.get_branch(conn, name)
-            conn.execute("UPDATE branches SET description = ? WHERE name = ?", (description, name))
+            registry.describe_branch(conn, name, description)
         return self.get(name)
 
     def delete(self, name: str) -> dict[str, Any]:
@@ -121,9 +123,9 @@ class BranchService:
         known = sessions.session_branch(conn, session_id)
         if known is not None:
             return {"session_id": session_id, "branch": known["branch"], "chosen_by": known["chosen_by"]}
-        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-        if row is not None:
-            return {"session_id": session_id, "branch": row["branch"], "chosen_by": "pipeline"}
+        branch = session_branch(conn, session_id)
+        if branch is not None:
+            return {"session_id": session_id, "branch": branch, "chosen_by": "pipeline"}
         return {"session_id": session_id, "branch": self.services.settings.default_branch, "chosen_by": "default"}
 
     # --- snapshots and time travel -------------------------------------------------------

@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
-from memory_anchor.worker.branching.branches import branch_exists, ensure_branch
+from memory_anchor.worker.store.branches import branch_exists, ensure_branch
+from memory_anchor.worker.store.sessions import branch_choice, choose_branch, move_session
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, ensure_writable, validate_branch_name
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,7 @@ TRANSCRIPT_SCAN_BYTES = 256 * 1024
 
 
 def session_branch(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT * FROM session_branches WHERE session_id = ?", (session_id,)).fetchone()
-    return dict(row) if row else None
+    return branch_choice(conn, session_id)
 
 
 def branch_for_session(
@@ -209,16 +208,9 @@ def _valid(name: str) -> str | None:
 def _remember(
     conn: sqlite3.Connection, session_id: str, branch: str, chosen_by: str, *, parent_session: str | None = None
 ) -> None:
-    conn.execute(
-        """INSERT INTO session_branches(session_id, branch, chosen_by, parent_session, updated_at)
-           VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT(session_id) DO UPDATE SET branch = excluded.branch, chosen_by = excluded.chosen_by,
-               parent_session = coalesce(excluded.parent_session, session_branches.parent_session),
-               updated_at = excluded.updated_at""",
-        (session_id, branch, chosen_by, parent_session, time.time()),
-    )
+    choose_branch(conn, session_id, branch, chosen_by, parent_session=parent_session)
 
 
 def _sync(conn: sqlite3.Connection, session_id: str, branch: str) -> str:
-    conn.execute("UPDATE sessions SET branch = ? WHERE session_id = ? AND branch != ?", (branch, session_id, branch))
+    move_session(conn, session_id, branch)
     return branch

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from memory_anchor.schemas.events import EventRefused, accepted_event
 from memory_anchor.schemas.history import HistoryImported, HistoryImportRequest, RefusedEvent
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.capture.inbox import HISTORY, LOCAL_ROUTE, Arrival, Inbox
 from memory_anchor.worker.capture.sanitize import sanitize_event
 

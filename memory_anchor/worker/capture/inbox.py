@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memory_anchor.hookkit import spool as spool_lock
+from memory_anchor.worker.store import inbox as store_inbox
 from memory_anchor.worker.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -133,11 +134,10 @@ class Inbox:
         payload = arrival.payload
         key = dedup_key(payload, arrival.event_id)
         session_id = payload.get("session_id")
-        cursor = conn.execute(
-            """INSERT INTO inbox(dedup_key, event, session_id, payload, received_at, branch, agent_id, origin, route)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(dedup_key) DO NOTHING""",
+        return store_inbox.insert_event(
+            conn,
+            key,
             (
-                key,
                 str(payload.get("hook_event_name", "")),
                 session_id if isinstance(session_id, str) else None,
                 json.dumps(payload, ensure_ascii=False, default=str),
@@ -148,18 +148,10 @@ class Inbox:
                 arrival.route,
             ),
         )
-        if cursor.rowcount == 1:
-            return int(cursor.lastrowid), False
-        row = conn.execute("SELECT id FROM inbox WHERE dedup_key = ?", (key,)).fetchone()
-        return int(row[0]), True
 
     def claim(self, limit: int = 64) -> list[InboxEvent]:
         """The oldest pending events that are due (retries wait for their backoff)."""
-        rows = self.db.reader().execute(
-            """SELECT * FROM inbox WHERE status = 'pending' AND next_attempt <= ?
-               ORDER BY id LIMIT ?""",
-            (time.time(), limit),
-        ).fetchall()
+        rows = store_inbox.due_events(self.db.reader(), limit)
         return [
             InboxEvent(
                 id=r["id"],
@@ -178,18 +170,12 @@ class Inbox:
 
     @staticmethod
     def mark_done(conn: sqlite3.Connection, event_id: int) -> None:
-        conn.execute(
-            "UPDATE inbox SET status = 'done', processed_at = ?, error = NULL WHERE id = ?",
-            (time.time(), event_id),
-        )
+        store_inbox.mark_done(conn, event_id)
 
     def defer(self, event: InboxEvent, error: str, delay: float) -> None:
         """Leave the event pending and try again after `delay` (a failed Claude call)."""
         with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE inbox SET next_attempt = ?, error = ? WHERE id = ?",
-                (time.time() + delay, error[:2000], event.id),
-            )
+            store_inbox.retry_later(conn, event.id, error, time.time() + delay)
 
     def fail(self, event: InboxEvent, error: str) -> bool:
         """Count a processing error: retry after a backoff, or park the event in quarantine
@@ -201,46 +187,25 @@ class Inbox:
             if attempts >= QUARANTINE_AFTER:
                 Quarantine.park_event(conn, event.id, event.event, event.session_id, error, attempts)
                 return True
-            conn.execute(
-                "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ? WHERE id = ?",
-                (attempts, error[:2000], time.time() + min(60.0, 2.0**attempts), event.id),
-            )
+            store_inbox.retry_later(conn, event.id, error, time.time() + min(60.0, 2.0**attempts), attempts)
         return False
 
     def captured_sessions(self, session_ids: list[str]) -> set[str]:
         """Those of these sessions that a hook captured (any event not imported from history)."""
-        return self._sessions_in(session_ids, " AND origin IS NULL")
+        return store_inbox.sessions_in(self.db.reader(), session_ids, hooks_only=True)
 
     def known_sessions(self, session_ids: list[str]) -> set[str]:
         """Those of these sessions memory has seen: captured live or imported."""
-        return self._sessions_in(session_ids, "")
-
-    def _sessions_in(self, session_ids: list[str], condition: str) -> set[str]:
-        found: set[str] = set()
-        conn = self.db.reader()
-        for start in range(0, len(session_ids), 500):
-            chunk = session_ids[start : start + 500]
-            rows = conn.execute(
-                f"SELECT DISTINCT session_id FROM inbox WHERE session_id IN ({','.join('?' * len(chunk))}){condition}",
-                chunk,
-            )
-            found.update(r[0] for r in rows)
-        return found
+        return store_inbox.sessions_in(self.db.reader(), session_ids, hooks_only=False)
 
     def has_pending(self, session_id: str, received_before: float | None = None) -> bool:
         """Whether an event of this session (received before `received_before`, if given) waits to be processed."""
-        row = self.db.reader().execute(
-            "SELECT 1 FROM inbox WHERE session_id = ? AND status = 'pending' AND received_at < ? LIMIT 1",
-            (session_id, float("inf") if received_before is None else received_before),
-        ).fetchone()
-        return row is not None
+        return store_inbox.has_pending(self.db.reader(), session_id,
+                                       float("inf") if received_before is None else received_before)  # fmt: skip
 
     def counts(self) -> dict[str, int]:
         """Events by status; `quarantined` counts everything parked (events and unembeddable records)."""
-        conn = self.db.reader()
-        counts = {r[0]: r[1] for r in conn.execute("SELECT status, count(*) FROM inbox GROUP BY status")}
-        counts["quarantined"] = int(conn.execute("SELECT count(*) FROM quarantine").fetchone()[0])
-        return counts
+        return store_inbox.counts(self.db.reader())
 
     def ingest_spool(self, spool: Path) -> int:
         """Move events hooks spooled while the worker was away into the inbox.

@@ -13,7 +13,7 @@ import asyncio
 from typing import Any
 
 from memory_anchor.worker.capture.timeline import TIMELINE_KINDS
-from memory_anchor.worker.store.records import MAIN, Records, resolve_view
+from memory_anchor.worker.store.records import MAIN, Records, max_seq, resolve_view
 
 POLL_SECONDS = 1.0
 BATCH = 100
@@ -63,8 +63,7 @@ class LiveFeed:
 
 
 def latest_seq(db) -> int:
-    row = db.reader().execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
-    return int(row[0])
+    return max_seq(db.reader())
 
 
 def records_after(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.capture.redact import sanitize
 
 

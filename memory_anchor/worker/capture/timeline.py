@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.worker.store.records import MAIN, NotFound, Records, resolve_view
+from memory_anchor.worker.store.sessions import get_session, list_sessions
 
 TIMELINE_KINDS = ["prompt", "observation", "summary", "event", "fact", "memory", "relation"]
 
@@ -64,16 +65,10 @@ class Timeline:
         return {"anchor": anchor, "before": list(reversed(before)), "after": after}
 
     def sessions(self, *, project: str | None = None, limit: int = 50, offset: int = 0) -> tuple[list[dict], int]:
-        conn = self.db.reader()
-        where, params = ("WHERE project = ?", [project]) if project else ("", [])
-        total = conn.execute(f"SELECT count(*) FROM sessions {where}", params).fetchone()[0]
-        rows = conn.execute(
-            f"SELECT * FROM sessions {where} ORDER BY started_at DESC LIMIT ? OFFSET ?", [*params, limit, offset]
-        ).fetchall()
-        return [dict(r) for r in rows], int(total)
+        return list_sessions(self.db.reader(), project=project, limit=limit, offset=offset)
 
     def session(self, session_id: str) -> dict[str, Any]:
-        row = self.db.reader().execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        row = get_session(self.db.reader(), session_id)
         if row is None:
             raise NotFound(f"session {session_id} not found")
-        return dict(row)
+        return row

@@ -12,6 +12,7 @@ from memory_anchor.schemas.codebase import Freshness
 from memory_anchor.worker.codebase.freshness import FreshnessChecker, repo_for
 from memory_anchor.worker.codebase.git import GitHistory, Repo, WorkTree, head
 from memory_anchor.worker.codebase.refs import CodeRecorder, to_data
+from memory_anchor.worker.store.sessions import session_cwd
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +114,3 @@ class Codebase:
                     bases[head_sha] = None
             while len(bases) > MAX_BASES:
                 bases.pop(next(iter(bases)))
-
-
-def session_cwd(conn, session_id: str | None) -> str | None:
-    if not session_id or conn is None:
-        return None
-    row = conn.execute("SELECT cwd FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-    return row["cwd"] if row else None

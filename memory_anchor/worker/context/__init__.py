@@ -2,7 +2,7 @@
 
 One package owns every section (no module outside it builds context lines):
 
-- `model`: ContextRequest, Section, BuiltContext, the budgets;
+- `model`: ContextRequest, the services it reads (ContextServices), Section, BuiltContext, the budgets;
 - `build`: the section order, the token and character budgets, the cache file;
 - `layers`: identity (always first, never cut), verified facts, events,
   conflicts, approvals (the memory model's layers);
@@ -17,9 +17,9 @@ Layer rule (docs/architecture.md): may import branching/, memory/ and the layers
 """
 
 from memory_anchor.worker.context.build import FIRST_RUN_NOTE, SECTIONS, build_context, write_cache
-from memory_anchor.worker.context.model import MAX_CHARS, BuiltContext, ContextRequest, Section, estimate_tokens
+from memory_anchor.worker.context.model import MAX_CHARS, BuiltContext, ContextRequest, ContextServices, Section, estimate_tokens
 
 __all__ = [
-    "FIRST_RUN_NOTE", "MAX_CHARS", "SECTIONS", "BuiltContext", "ContextRequest", "Section", "build_context",
+    "FIRST_RUN_NOTE", "MAX_CHARS", "SECTIONS", "BuiltContext", "ContextRequest", "ContextServices", "Section", "build_context",
     "estimate_tokens", "write_cache",
 ]  # fmt: skip

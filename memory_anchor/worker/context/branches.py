@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_anchor.worker.branching.branches import list_branches
+from memory_anchor.worker.store.branches import list_branches
 from memory_anchor.worker.context.model import Section
 from memory_anchor.worker.store.records import MAIN
 

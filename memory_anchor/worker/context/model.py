@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from memory_anchor.schemas.settings import Settings
+    from memory_anchor.worker.codebase.service import Codebase
+    from memory_anchor.worker.index.search import SearchService
+    from memory_anchor.worker.memory.model import MemoryModel
 
 # Claude Code shows a hook's injected context in full only up to 10,000
 # characters (past that the model sees a 2 KB preview): everything we inject,
@@ -16,6 +22,19 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+@dataclass(frozen=True)
+class ContextServices:
+    """What the briefing and recall read: the worker hands these, not its whole container, so
+    what context/ can reach is what it may read (and a briefing writes nothing)."""
+
+    settings: Settings
+    reader: Callable[[], Any]  # the memory database's reading connection (store/db.py)
+    memory: MemoryModel | None = None
+    codebase: Codebase | None = None  # None: no marks, nothing checked against the code
+    # Per-prompt recall's search, built on first use: a briefing needs no embedding model.
+    search: Callable[[], SearchService] | None = None
+
+
 @dataclass
 class ContextRequest:
     project: str
@@ -24,7 +43,7 @@ class ContextRequest:
     branch: str = "main"
     agent_id: str | None = None
     budget: int = 3000
-    services: Any = None
+    services: ContextServices | None = None
     max_chars: int = MAX_CHARS
 
     @property
@@ -32,14 +51,14 @@ class ContextRequest:
         """The worker's settings, or the defaults when built outside a worker (tests)."""
         if self.services is not None:
             return self.services.settings
-        from memory_anchor.core.settings import Settings
+        from memory_anchor.schemas.settings import Settings
 
         return Settings()
 
     @property
     def memory(self):
         """The worker's MemoryModel, or None outside a worker."""
-        return getattr(self.services, "memory", None) if self.services is not None else None
+        return self.services.memory if self.services is not None else None
 
 
 @dataclass

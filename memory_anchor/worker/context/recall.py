@@ -15,6 +15,7 @@ from typing import Any
 from memory_anchor.schemas.events import RecallRequest
 from memory_anchor.worker.context.knowledge import LABELS
 from memory_anchor.worker.context.layers import STANDING, standing_facts
+from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import terms
@@ -30,19 +31,19 @@ LINE_CHARS = 300
 SESSION_LINE_CHARS = 420
 
 
-def recall_for_prompt(services, request: RecallRequest) -> dict[str, Any]:
+def recall_for_prompt(services: ContextServices, request: RecallRequest, *, project: str | None,
+                      branch: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """`project`: the request's, or its cwd's; `branch`: the session's, when it is known."""
     settings = services.settings
     if not settings.prompt_recall or len(request.prompt.split()) < 3 and len(terms(request.prompt)) < 3:
         return {"context": "", "results": []}
-    project = request.project or services.project_for_cwd(request.cwd)
-    branch = services.session_branch(request.session_id) if request.session_id else None
-    conn = services.db.reader()
+    conn = services.reader()
     view = resolve_view(conn, branch or settings.default_branch)
     rules = [f for f in matching_rules(conn, view, project, request.prompt)
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
     sessions = [s for s in named_sessions(services, view, project, request.prompt) if s.get("session_id") != request.session_id]
     limit = settings.prompt_recall_limit
-    hits = services.search.search(
+    hits = services.search().search(
         request.prompt,
         view,
         filters={"project": project or None, "kind": RECALL_KINDS},
@@ -86,14 +87,14 @@ def recall_line(record: dict[str, Any]) -> str:
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
 
 
-def named_sessions(services, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
+def named_sessions(services: ContextServices, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
     """Earlier sessions the prompt names by what they were asked ("how did we fix <that issue's title>?").
 
     Found by keywords, kept only when the prompt holds most of the session's subject: naming a
     task is a stronger signal than any similarity score, so such a session comes first whatever its score."""
     if not project:
         return []
-    hits = services.search.search(prompt, view, filters={"project": project, "kind": ["summary"]},
+    hits = services.search().search(prompt, view, filters={"project": project, "kind": ["summary"]},
                                   top_k=MAX_SESSIONS * 2, mode="keyword", fallback=False)  # fmt: skip
     wanted = terms(prompt)
     named = []

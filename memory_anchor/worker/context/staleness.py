@@ -6,7 +6,8 @@ to the line: nothing when the files are as they were, "(app/cart.py changed sinc
 3 commits)", "(config/settings.toml deleted since)", "(docs/guide.md moved to
 handbook/guide.md)", or, when what a session's edit put in is no longer in the file,
 "(superseded: the edit to app/cart.py is no longer in the file)". Facts whose files
-are gone are also handed to the fact store, which demotes them for re-verification.
+are gone show demoted, for re-verification; showing them writes nothing: the maintenance
+job, the git watch and `verify --fix` record the demotion.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from typing import Any, Iterable
 
 from memory_anchor.schemas.codebase import Freshness
 from memory_anchor.worker.codebase.freshness import mark
+from memory_anchor.worker.context.model import ContextServices
+from memory_anchor.worker.memory.facts import as_the_code_shows
+from memory_anchor.worker.store.sessions import session_cwd
 
 __all__ = ["fact_flag", "mark", "marks", "reconcile_facts"]
 
 
-def marks(services, records: Iterable[dict[str, Any]], project: str | None, session_id: str | None = None) -> dict[str, Freshness]:
+def marks(services: ContextServices | None, records: Iterable[dict[str, Any]], project: str | None, session_id: str | None = None) -> dict[str, Freshness]:
     """{record id: Freshness} for the records that keep code refs; {} outside a worker or outside git."""
-    codebase = getattr(services, "codebase", None) if services is not None else None
+    codebase = services.codebase if services is not None else None
     if codebase is None or not services.settings.code_checks:
         return {}
     records = [r for r in records if (r.get("data") or {}).get("code")]
@@ -30,12 +34,11 @@ def marks(services, records: Iterable[dict[str, Any]], project: str | None, sess
     return codebase.check(records, project=project, cwd=_session_cwd(services, session_id, project))
 
 
-def _session_cwd(services, session_id: str | None, project: str | None) -> str | None:
+def _session_cwd(services: ContextServices, session_id: str | None, project: str | None) -> str | None:
     """The session's directory, when the project's name is not a path (a team names it by its remote)."""
     if not session_id or (project or "").startswith("/"):
         return None
-    row = services.db.reader().execute("SELECT cwd FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-    return row["cwd"] if row else None
+    return session_cwd(services.reader(), session_id)
 
 
 
@@ -49,10 +52,8 @@ def fact_flag(fact: dict[str, Any], found: Freshness | None) -> str:
 
 
 def reconcile_facts(request, facts: list[dict[str, Any]], found: dict[str, Freshness]) -> list[dict[str, Any]]:
-    """Hand the facts' freshness to the fact store (demote the gone, restore the confirmed) and
-    return the facts as they now are, so the briefing shows what the store holds."""
-    model = request.memory
-    if model is None or not found:
+    """The facts as their code shows them now (the gone demoted, the confirmed restored), as the
+    fact store will record them: computed here, since a briefing only reads."""
+    if not found:
         return facts
-    changed = model.facts.reconcile_with_code(facts, found, branch=request.branch)["facts"]
-    return [{**fact, **changed[fact["id"]]} if fact["id"] in changed else fact for fact in facts]
+    return as_the_code_shows(facts, found)

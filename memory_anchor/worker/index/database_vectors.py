@@ -21,6 +21,7 @@ import numpy as np
 
 from memory_anchor.worker.index.embeddings import DIMENSION, MODEL_ID
 from memory_anchor.worker.index.vector_item import META_KEYS, VectorItem
+from memory_anchor.worker.store.vectors import add_vectors, count_vectors, vectors_after, vectors_of
 
 
 _META_COLUMNS = ", ".join(f"r.{key}" for key in META_KEYS) + ", r.happened_at"
@@ -44,11 +45,7 @@ class DatabaseVectorStore:
         if not items:
             return
         with self.db.transaction() as conn:
-            for item in items:
-                conn.execute(
-                    "INSERT INTO record_vectors(seq, model, embedding) VALUES (?, ?, ?) ON CONFLICT (seq) DO NOTHING",
-                    (int(item.seq), self.model, np.asarray(item.vector, dtype=np.float32).tobytes()),
-                )
+            add_vectors(conn, self.model, ((int(item.seq), np.asarray(item.vector, dtype=np.float32).tobytes()) for item in items))
 
     def get(self, seqs: Iterable[int]) -> list[VectorItem]:
         """The stored vectors of these seqs (those that have one and the reader may see)."""
@@ -57,11 +54,7 @@ class DatabaseVectorStore:
         conn = self.db.reader()
         for start in range(0, len(seqs), 1000):
             chunk = seqs[start : start + 1000]
-            rows = conn.execute(
-                f"SELECT v.seq, v.embedding, {_META_COLUMNS} FROM record_vectors v JOIN records r ON r.seq = v.seq"
-                " WHERE v.seq = ANY(?) AND v.model = ?",
-                (chunk, self.model),
-            ).fetchall()
+            rows = vectors_of(conn, chunk, self.model, _META_COLUMNS)
             out.extend(_item(row, self.dim) for row in rows)
         return out
 
@@ -70,17 +63,13 @@ class DatabaseVectorStore:
         not delete rows (records are append-only)."""
 
     def count(self) -> int:
-        return int(self.db.reader().execute("SELECT count(*) FROM record_vectors").fetchone()[0])
+        return count_vectors(self.db.reader())
 
     def iterate(self, page: int = 5000) -> Iterator[list[VectorItem]]:
         """Every stored vector the reader may see, in pages, in seq order (keyset paging)."""
         after = 0
         while True:
-            rows = self.db.reader().execute(
-                f"SELECT v.seq, v.embedding, {_META_COLUMNS} FROM record_vectors v JOIN records r ON r.seq = v.seq"
-                " WHERE v.seq > ? AND v.model = ? ORDER BY v.seq LIMIT ?",
-                (after, self.model, page),
-            ).fetchall()
+            rows = vectors_after(self.db.reader(), after, self.model, _META_COLUMNS, page)
             if not rows:
                 return
             yield [_item(row, self.dim) for row in rows]

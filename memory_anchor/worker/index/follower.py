@@ -37,19 +37,14 @@ from collections.abc import Iterable
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.indexer import NOT_EMBEDDED, embedding_texts, vector_meta
 from memory_anchor.worker.index.vectors import VectorItem, Vectors
-from memory_anchor.worker.store.records import MAIN, Records
+from memory_anchor.worker.store.branches import branch_births
+from memory_anchor.worker.store.db import current_role
+from memory_anchor.worker.store.records import MAIN, Records, new_rows
 
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 30.0
 PAGE = 5000
-
-_NEW_ROWS = f"""
-    SELECT seq, author, created_at FROM records
-    WHERE seq > ? AND op = 'put' AND text <> '' AND kind NOT IN ({", ".join("?" * len(NOT_EMBEDDED))})
-    ORDER BY seq LIMIT ?
-"""
-
 
 class LogFollower:
     def __init__(self, db, vectors: Vectors, embedder: Embedder | None, *, grace_seconds: float = GRACE_SECONDS,
@@ -106,10 +101,10 @@ class LogFollower:
         conn = self.db.reader()
         self._forget_deleted_branches(conn)
         if self._me is None:
-            self._me = conn.execute("SELECT current_user AS me").fetchone()["me"]
+            self._me = current_role(conn)
         embedded = 0
         while True:
-            rows = conn.execute(_NEW_ROWS, (self.last_seen, *sorted(NOT_EMBEDDED), PAGE)).fetchall()
+            rows = new_rows(conn, self.last_seen, NOT_EMBEDDED, PAGE)
             if not rows:
                 break
             missing = self._load([int(r["seq"]) for r in rows])
@@ -149,7 +144,7 @@ class LogFollower:
         return len(wanted)
 
     def _forget_deleted_branches(self, conn) -> None:
-        current = {row["name"]: float(row["created_at"]) for row in conn.execute("SELECT name, created_at FROM branches")}
+        current = branch_births(conn)
         if self._branches is not None:
             gone = [name for name, born in self._branches.items() if name != MAIN and current.get(name) != born]
             for name in gone:

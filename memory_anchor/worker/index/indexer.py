@@ -27,7 +27,8 @@ from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.heap import release_free_memory
 from memory_anchor.worker.index.vectors import META_KEYS, VectorItem, Vectors
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.records import Records
+from memory_anchor.worker.store import pending_vectors as pending
+from memory_anchor.worker.store.records import Records, earlier_same_text
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Indexer:
     # --- work ----------------------------------------------------------------
 
     def pending_count(self) -> int:
-        return int(self.db.reader().execute("SELECT count(*) FROM pending_vectors").fetchone()[0])
+        return pending.pending_count(self.db.reader())
 
     def drain_once(self) -> int:
         """Index one batch of the queue; returns how many versions it handled.
@@ -125,12 +126,7 @@ class Indexer:
         failed passes. When every version of the batch fails, the fault is not
         theirs (the model, the disk): nothing is quarantined and it raises.
         """
-        seqs = [
-            row[0]
-            for row in self.db.reader().execute(
-                "SELECT seq FROM pending_vectors ORDER BY seq LIMIT ?", (self.batch_size,)
-            )
-        ]
+        seqs = pending.oldest_pending(self.db.reader(), self.batch_size)
         try:
             return self._index(seqs)
         except Exception:
@@ -184,10 +180,7 @@ class Indexer:
         with self._work_lock:
             self.vectors.reset()
             with self.db.transaction() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO pending_vectors(seq) "
-                    "SELECT seq FROM records WHERE op = 'put' AND text != ''"
-                )
+                pending.queue_every_version(conn)
         return self.drain()
 
     def reembed(self, seqs: list[int]) -> int:
@@ -208,9 +201,8 @@ class Indexer:
             return 0
         with self._work_lock:
             conn = self.db.reader()
-            marks = ",".join("?" * len(seqs))
             # Re-check under the lock: another thread may have indexed them meanwhile.
-            queued = [r[0] for r in conn.execute(f"SELECT seq FROM pending_vectors WHERE seq IN ({marks})", seqs)]
+            queued = pending.still_pending(conn, seqs)
             if not queued:
                 return 0
             records = Records.by_seqs(conn, queued)
@@ -224,7 +216,7 @@ class Indexer:
                 items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
                 self.vectors.add(items)
             with self.db.transaction() as wconn:
-                wconn.execute(f"DELETE FROM pending_vectors WHERE seq IN ({marks})", queued)
+                pending.done(wconn, queued)
             self.indexed += len(items)
             return len(queued)
 
@@ -243,12 +235,8 @@ class Indexer:
         for n, record in enumerate(records):
             known = self._recent.get(texts[n])
             if known is None and record.get("version", 1) > 1:
-                row = conn.execute(
-                    "SELECT seq FROM records WHERE id = ? AND seq < ? AND content_hash = ? AND op = 'put' "
-                    "ORDER BY seq DESC LIMIT 1",
-                    (record["id"], record["seq"], record["content_hash"]),
-                ).fetchone()
-                known = self.vectors.index.vector(row[0]) if row is not None and texts[n] == record["text"] else None
+                earlier = earlier_same_text(conn, record["id"], record["seq"], record["content_hash"])
+                known = self.vectors.index.vector(earlier) if earlier is not None and texts[n] == record["text"] else None
             if known is not None:
                 out[n] = known
             else:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_anchor.worker.store.atomic_write import replaced_atomically
+from memory_anchor.worker.store.records import seqs_with_text_after
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +98,7 @@ class Reembedder:
         started = time.monotonic()
         replaced = 0
         while not self._stop.is_set():
-            seqs = [
-                row[0]
-                for row in self.db.reader().execute(
-                    "SELECT seq FROM records WHERE seq > ? AND op = 'put' AND text != '' ORDER BY seq LIMIT ?",
-                    (after, self.batch),
-                )
-            ]
+            seqs = seqs_with_text_after(self.db.reader(), after, self.batch)
             if not seqs:
                 self.vectors.index.refit()  # the projections were fitted on the old model's vectors
                 self.mark_current()

@@ -66,15 +66,16 @@ from typing import Any, Iterable
 
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.follower import LogFollower
-from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
+from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
 from memory_anchor.worker.index.timewords import time_window
 from memory_anchor.worker.index.vectors import VectorFilter, Vectors
 from memory_anchor.worker.store import filters as filter_language
 from memory_anchor.worker.store.cjk import is_cjk_word, query_words
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.dialect import POSTGRES, SQLITE, dialect_of, truth
+from memory_anchor.worker.store.dialect import dialect_of, metadata_in, truth
 from memory_anchor.worker.store.filters import Filter
 from memory_anchor.worker.store.records import RecordError, Records, View, parse_time
+from memory_anchor.worker.store.threads import neighbour_walks
 
 MODES = ("hybrid", "vector", "keyword")
 # How many times more rows a word matches in records_thread_fts (own text + two
@@ -228,7 +229,7 @@ class SearchService:
         conditions, cond_params = scope.sql("r", dialect)
         # One BM25 over a record's text, title and (SQLite) its thread neighbours' words
         # lets a question whose words are split between a turn and the one before or
-        # after it rank that turn (memory_anchor/worker/index/keywords.py).
+        # after it rank that turn (memory_anchor/worker/store/keywords.py).
         weights = ColumnWeights(text=1.0, title=0.5, context=self.tuning.context_weight)
         return keyword_index(conn).search(conn, words, f"{where} {conditions}", [*params, *cond_params], k, weights)
 
@@ -518,17 +519,9 @@ class _Scope:
             params.append(self.before)
         for key, want in self.metadata.items():
             values = list(want) if isinstance(want, (list, tuple)) else [want]
-            if not values:
-                parts.append(truth(dialect, False))
-                continue
-            if dialect == POSTGRES:
-                # As text: a superset of what `accepts` keeps (it compares values, then their text).
-                parts.append(f"({alias}.metadata::jsonb ->> ?) IN ({','.join('?' * len(values))})")
-                params.extend([str(key), *(v if isinstance(v, str) else json.dumps(v) for v in values)])
-            else:
-                path = '$."' + str(key).replace('"', "") + '"'
-                parts.append(f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})")
-                params.extend([path, *values])
+            condition, condition_params = metadata_in(dialect, alias, key, values)
+            parts.append(condition)
+            params.extend(condition_params)
         if self.expr is not None:
             text, expr_params = self.expr.sql(alias, dialect)
             parts.append(text)
@@ -606,7 +599,7 @@ def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tu
 
     A thread is a record's session, else its user. Each (record, side) is a
     walk of at most two rows down an index; they run as one statement
-    (`_NEIGHBOUR_WALKS` per backend): one query per record and side cost more
+    (store/threads.py, per backend): one query per record and side cost more
     in call overhead than in the walks.
     """
     walks: list[tuple[str, str, Any, int, str]] = []  # (column, op, thread, seq, kind), one per side
@@ -620,7 +613,7 @@ def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tu
         for op in ("<", ">"):
             walks.append((column, op, value, record["seq"], record["kind"]))
     found: dict[int, list[int]] = {}
-    for side, seq in _NEIGHBOUR_WALKS[dialect_of(conn)](conn, walks):
+    for side, seq in neighbour_walks(conn, walks):
         found.setdefault(side, []).append(seq)
     links: dict[int, list[tuple[int, int]]] = {}
     for side, neighbours in found.items():
@@ -628,50 +621,6 @@ def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tu
         nearest_first = sorted(neighbours, reverse=(op == "<"))
         links.setdefault(origin, []).extend((n, d) for d, n in enumerate(nearest_first, start=1))
     return links
-
-
-_ORDER = {"<": "DESC", ">": "ASC"}
-# With `(thread, seq) < (t, s)`, `thread >= t` keeps the walk in thread t (and `<=` with `>`).
-_BOUND = {"<": ">=", ">": "<="}
-
-
-def _sqlite_walks(conn, walks: list[tuple[str, str, Any, int, str]]) -> Iterable[tuple[int, int]]:
-    """A UNION ALL of small index walks, one per side: SQLite plans each in microseconds."""
-    parts, params = [], []
-    for side, (column, op, value, seq, kind) in enumerate(walks):
-        parts.append(
-            f"SELECT {side} AS side, seq FROM (SELECT seq FROM records WHERE {column} = ? AND seq {op} ? "
-            f"AND op = 'put' AND kind = ? ORDER BY seq {_ORDER[op]} LIMIT 2) AS near"
-        )
-        params += [value, seq, kind]
-    for start in range(0, len(parts), 400):  # SQLite allows 500 terms in one compound SELECT
-        sql = " UNION ALL ".join(parts[start : start + 400])
-        yield from conn.execute(sql, params[start * 3 : (start + 400) * 3])
-
-
-def _postgres_walks(conn, walks: list[tuple[str, str, Any, int, str]]) -> Iterable[tuple[int, int]]:
-    """The walks as arrays, one lateral subquery per thread column and direction: PostgreSQL
-    spent 9 ms planning the 60 subqueries of the UNION ALL form to run them in 2.5."""
-    groups: dict[tuple[str, str], list[tuple[int, Any, int, str]]] = {}
-    for side, (column, op, value, seq, kind) in enumerate(walks):
-        groups.setdefault((column, op), []).append((side, value, seq, kind))
-    parts, params = [], []
-    for (column, op), members in groups.items():
-        parts.append(
-            "SELECT w.side, near.seq FROM unnest(?::int[], ?::text[], ?::bigint[], ?::text[]) AS w(side, thread, seq, kind)"
-            # Bounds and order that only the (thread, seq) index gives, and no `=` on the thread:
-            # with `thread = w.thread AND seq < w.seq` the planner, blind to how a thread's rows
-            # spread, walked the whole log down its key to find them (390 ms at 20k records).
-            f" CROSS JOIN LATERAL (SELECT seq FROM records WHERE ({column}, seq) {op} (w.thread, w.seq)"
-            f" AND {column} {_BOUND[op]} w.thread AND op = 'put' AND kind = w.kind"
-            f" ORDER BY {column} {_ORDER[op]}, seq {_ORDER[op]} LIMIT 2) AS near"
-        )
-        params += [list(values) for values in zip(*members)]
-    if parts:
-        yield from conn.execute(" UNION ALL ".join(parts), params)
-
-
-_NEIGHBOUR_WALKS = {SQLITE: _sqlite_walks, POSTGRES: _postgres_walks}
 
 
 def _named_in(query: str) -> set[str]:

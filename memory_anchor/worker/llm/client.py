@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the SDK costs ~45 MB: imported only once a key makes Claude usable
     import anthropic
 
-from memory_anchor.core.settings import Settings
+from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.llm import claude_cli
 from memory_anchor.worker.llm.claude_cli import CliStatus
 from memory_anchor.worker.llm.route import CLI, LOCAL, Route, choose_route
+from memory_anchor.worker.store import llm_usage
 from memory_anchor.worker.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -156,14 +157,7 @@ class ClaudeClient:
         return None
 
     def usage_today(self) -> dict[str, int]:
-        row = (
-            self.db.reader()
-            .execute("SELECT input_tokens, output_tokens, calls FROM llm_usage WHERE day = ?", (self._today(),))
-            .fetchone()
-        )
-        if row is None:
-            return {"input_tokens": 0, "output_tokens": 0, "calls": 0}
-        return {"input_tokens": row[0], "output_tokens": row[1], "calls": row[2]}
+        return llm_usage.usage_on(self.db.reader(), self._today())
 
     def remaining_budget(self) -> int:
         used = self.usage_today()
@@ -171,12 +165,7 @@ class ClaudeClient:
 
     def _record_usage(self, input_tokens: int, output_tokens: int) -> None:
         with self.db.transaction() as conn:
-            conn.execute(
-                """INSERT INTO llm_usage(day, input_tokens, output_tokens, calls) VALUES (?, ?, ?, 1)
-                   ON CONFLICT(day) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens,
-                   output_tokens = output_tokens + excluded.output_tokens, calls = calls + 1""",
-                (self._today(), input_tokens, output_tokens),
-            )
+            llm_usage.add_call(conn, self._today(), input_tokens, output_tokens)
 
     # --- calls -------------------------------------------------------------------
 

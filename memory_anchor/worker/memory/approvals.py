@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from memory_anchor.schemas.memory_model import Decision
 from memory_anchor.worker.memory.common import human_actor, now
+from memory_anchor.worker.store import approvals as store_approvals
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.records import NotFound, RecordError
 
@@ -57,43 +58,24 @@ class ApprovalQueue:
         reason: str | None = None,
     ) -> dict[str, Any]:
         """Queue a proposal (inside the caller's write transaction)."""
-        row = conn.execute(
-            """INSERT INTO approvals(kind, action, project, branch, agent_id, session_id, record_id, payload, reason, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
-            (kind, action, project or "", branch or "main", agent_id, session_id, record_id,
-             json.dumps(payload, ensure_ascii=False, default=str), reason, now()),
-        ).fetchone()  # fmt: skip
+        row = store_approvals.add(conn, kind=kind, action=action, project=project or "", branch=branch or "main",
+                                  agent_id=agent_id, session_id=session_id, record_id=record_id, payload=payload,
+                                  reason=reason, at=now())  # fmt: skip
         return _row(row)
 
     def list(self, status: str | None = "pending", kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        where, params = [], []
-        if status:
-            where.append("status = ?")
-            params.append(status)
-        if kind:
-            where.append("kind = ?")
-            params.append(kind)
-        sql = "SELECT * FROM approvals" + (f" WHERE {' AND '.join(where)}" if where else "")
-        rows = self.db.reader().execute(sql + " ORDER BY id LIMIT ?", [*params, limit]).fetchall()
-        return [_row(r) for r in rows]
+        return [_row(r) for r in store_approvals.approvals(self.db.reader(), status=status, kind=kind, limit=limit)]
 
     @staticmethod
     def for_record(conn, record_id: str) -> list[dict[str, Any]]:
         """The approvals about one record, oldest first."""
-        rows = conn.execute("SELECT * FROM approvals WHERE record_id = ? ORDER BY id", (record_id,)).fetchall()
-        return [_row(r) for r in rows]
+        return [_row(r) for r in store_approvals.of_record(conn, record_id)]
 
     def count_pending(self, project: str | None = None) -> int:
-        if project is None:
-            row = self.db.reader().execute("SELECT count(*) FROM approvals WHERE status = 'pending'").fetchone()
-        else:
-            row = self.db.reader().execute(
-                "SELECT count(*) FROM approvals WHERE status = 'pending' AND project IN (?, '')", (project,)
-            ).fetchone()
-        return int(row[0])
+        return store_approvals.count_pending(self.db.reader(), project)
 
     def get(self, approval_id: int, conn=None) -> dict[str, Any]:
-        row = (conn or self.db.reader()).execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+        row = store_approvals.approval(conn or self.db.reader(), approval_id)
         if row is None:
             raise NotFound(f"approval {approval_id} not found")
         return _row(row)
@@ -129,7 +111,5 @@ class ApprovalQueue:
 
     @staticmethod
     def _decide(conn, approval_id: int, status: str, decision: Decision, result_id: str | None) -> None:
-        conn.execute(
-            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? WHERE id = ?",
-            (status, now(), human_actor(decision.actor), decision.note, result_id, approval_id),
-        )
+        store_approvals.decide(conn, approval_id, status=status, at=now(), by=human_actor(decision.actor),
+                               note=decision.note, result_id=result_id)  # fmt: skip

@@ -21,6 +21,7 @@ from typing import Any
 from memory_anchor.schemas.memory_model import FACT_ACCEPT, VERIFIED_FACT, ConflictResolve
 from memory_anchor.worker.memory.common import human_actor, is_human, now
 from memory_anchor.worker.memory.facts import FactStore, last_said
+from memory_anchor.worker.store import conflicts as store_conflicts
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.records import NotFound, RecordError, Records, resolve_view
 
@@ -63,38 +64,25 @@ class ConflictService:
             fact_key=existing.get("fact_key"), source_id=source_id,
             data={"verified_at": now(), "disputes": existing["id"], "source": "ai"}, **privacy,
         )  # fmt: skip
-        conflict_id = conn.execute(
-            """INSERT INTO conflicts(project, branch, existing_id, candidate_id, fact_key, reason, agent_id, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
-            (existing["project"], branch, existing["id"], candidate["id"], existing.get("fact_key"), reason, agent_id, now()),
-        ).fetchone()[0]
+        conflict_id = store_conflicts.open_conflict(
+            conn, project=existing["project"], branch=branch, existing_id=existing["id"], candidate_id=candidate["id"],
+            fact_key=existing.get("fact_key"), reason=reason, agent_id=agent_id, at=now(),
+        )  # fmt: skip
         return {"conflict_id": conflict_id, "candidate": candidate}
 
     def list(self, status: str | None = "open", project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        where, params = [], []
-        if status:
-            where.append("status = ?")
-            params.append(status)
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        sql = "SELECT * FROM conflicts" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id LIMIT ?"
         conn = self.db.reader()
-        return [self._expand(conn, dict(r)) for r in conn.execute(sql, [*params, limit]).fetchall()]
+        return [self._expand(conn, r) for r in store_conflicts.conflicts(conn, status=status, project=project, limit=limit)]
 
     def count_open(self, project: str | None = None) -> int:
-        sql, params = "SELECT count(*) FROM conflicts WHERE status = 'open'", []
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(project)
-        return int(self.db.reader().execute(sql, params).fetchone()[0])
+        return store_conflicts.count_open(self.db.reader(), project)
 
     def get(self, conflict_id: int, conn=None) -> dict[str, Any]:
         conn = conn or self.db.reader()
-        row = conn.execute("SELECT * FROM conflicts WHERE id = ?", (conflict_id,)).fetchone()
+        row = store_conflicts.conflict(conn, conflict_id)
         if row is None:
             raise NotFound(f"conflict {conflict_id} not found")
-        return self._expand(conn, dict(row))
+        return self._expand(conn, row)
 
     def resolve(self, conflict_id: int, request: ConflictResolve) -> dict[str, Any]:
         if (request.actor or "").startswith("agent:"):
@@ -122,10 +110,7 @@ class ConflictService:
             else:
                 Records.update(conn, candidate["id"], branch=branch, actor=actor, reason=f"ACCEPT ({tag})", status="active",
                                data={**candidate["data"], "verified_at": now(), "approved_by": actor})  # fmt: skip
-            conn.execute(
-                "UPDATE conflicts SET status='resolved', resolved_at=?, resolved_by=?, resolution=?, note=? WHERE id=?",
-                (now(), actor, request.resolution, request.note, conflict_id),
-            )
+            store_conflicts.resolve(conn, conflict_id, at=now(), actor=actor, resolution=request.resolution, note=request.note)
             return self.get(conflict_id, conn)
 
     @staticmethod

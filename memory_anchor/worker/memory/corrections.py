@@ -31,7 +31,10 @@ from memory_anchor.worker.memory.common import is_human, now
 from memory_anchor.worker.memory.facts import FactStore
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.memory.steps_done import closed_by_commit
-from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
+from memory_anchor.worker.store import approvals as store_approvals
+from memory_anchor.worker.store import conflicts as store_conflicts
+from memory_anchor.worker.store import open_items as store_steps
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, ids_between, resolve_view
 
 EDITABLE = ("active", "pending", "disputed")
 
@@ -90,7 +93,7 @@ class Corrections:
         # the index here; hyphens stripped from the end, which some collations sort apart.
         low = prefix.rstrip("-")
         high = low[:-1] + chr(ord(low[-1]) + 1)
-        ids = [r[0] for r in conn.execute("SELECT DISTINCT id FROM records WHERE id >= ? AND id < ?", (low, high))]
+        ids = ids_between(conn, low, high)
         found = [r for r in (Records.get(conn, i, view) for i in ids if i.startswith(prefix)) if r is not None]
         if project is not None:
             found = [r for r in found if r["project"] == project]
@@ -112,9 +115,7 @@ class Corrections:
         person decides: an agent is refused there, and told where the person decides."""
         if is_human(actor):
             return
-        waiting = fact["status"] == "pending" or conn.execute(
-            "SELECT 1 FROM conflicts WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)", (fact["id"], fact["id"])
-        ).fetchone() is not None  # fmt: skip
+        waiting = fact["status"] == "pending" or store_conflicts.is_open_over(conn, fact["id"])
         if waiting:
             raise RecordError(f"fact {fact['id'][:8]} waits for a person's decision (`memory-anchor approvals` or "
                               "`memory-anchor conflicts`, or the viewer); an agent cannot settle it",
@@ -124,17 +125,9 @@ class Corrections:
     def _settle_decisions(conn, fact_id: str, actor: str, what: str, reason: str | None) -> None:
         """A pending approval or an open conflict over a corrected fact is decided by the correction."""
         note = f"fact {what} by {actor}" + (f": {reason}" if reason else "")
-        conn.execute(
-            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, result_id = ?"
-            " WHERE kind = 'fact' AND record_id = ? AND status = 'pending'",
-            ("approved" if what == "edited" else "rejected", now(), actor, note, fact_id if what == "edited" else None,
-             fact_id),
-        )  # fmt: skip
-        conn.execute(
-            "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolved_by = ?, resolution = ?, note = ?"
-            " WHERE status = 'open' AND (existing_id = ? OR candidate_id = ?)",
-            (now(), actor, what, note, fact_id, fact_id),
-        )
+        store_approvals.decide_pending_fact(conn, fact_id, status="approved" if what == "edited" else "rejected", at=now(),
+                                            by=actor, note=note, result_id=fact_id if what == "edited" else None)  # fmt: skip
+        store_conflicts.resolve_over(conn, fact_id, at=now(), actor=actor, resolution=what, note=note)
 
     # --- next steps -----------------------------------------------------------------------
 
@@ -154,10 +147,8 @@ class Corrections:
                 raise RecordError(f"step {step['id']} already says that", code="nothing_to_change")
             # The new wording is left by the person who wrote it, not by the session: that
             # session stating its next steps again withdraws its own open ones, not this.
-            replacement = conn.execute(
-                "INSERT INTO open_items(project, branch, session_id, text, opened_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (step["project"], step["branch"], actor, new_text, step["opened_at"]),
-            ).fetchone()[0]
+            replacement = store_steps.open_step(conn, project=step["project"], branch=step["branch"], session_id=actor,
+                                                text=new_text, at=step["opened_at"])  # fmt: skip
             self._close(conn, step["id"], actor, f"edited into step {replacement}" + (f": {reason}" if reason else ""))
             entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
                                           text=step["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
@@ -166,20 +157,12 @@ class Corrections:
 
     def steps(self, project: str | None = None, *, closed: bool = False, limit: int = 100) -> list[dict[str, Any]]:
         """Open next steps, newest first (what the briefing lists), or closed ones, last closed first."""
-        where, params = ["closed_at IS NOT NULL" if closed else "closed_at IS NULL"], []
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        order = "closed_at DESC, id DESC" if closed else "opened_at DESC, id"
-        rows = self.db.reader().execute(
-            f"SELECT * FROM open_items WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", [*params, limit]
-        ).fetchall()
-        return [_step(r) for r in rows]
+        return [_step(r) for r in store_steps.steps(self.db.reader(), project, closed=closed, limit=limit)]
 
     @staticmethod
     def _open_step(conn, ref: str | int) -> dict[str, Any]:
         number = _step_number(ref)
-        row = conn.execute("SELECT * FROM open_items WHERE id = ?", (number,)).fetchone()
+        row = store_steps.step(conn, number)
         if row is None:
             raise NotFound(f"no next step {number}")
         step = _step(row)
@@ -190,8 +173,7 @@ class Corrections:
 
     @staticmethod
     def _close(conn, step_id: int, actor: str, because: str) -> None:
-        conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? WHERE id = ?",
-                     (now(), actor, because, step_id))  # fmt: skip
+        store_steps.close_step(conn, step_id, at=now(), by=actor, because=because)
 
 
 def _step(row) -> dict[str, Any]:

@@ -10,15 +10,16 @@ only when it asks (`all_agents`).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from memory_anchor.schemas.memory_model import EVENT_LOG, EventIn, EventSearch
 from memory_anchor.worker.index.timewords import time_window
 from memory_anchor.worker.memory.common import DAY, DEFAULT_AGENT, agent_actor, now, to_epoch
 from memory_anchor.worker.memory.finder import Finder, boosted
+from memory_anchor.worker.store import event_archive
+from memory_anchor.worker.store.branches import active_branches
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.dialect import dialect_of, json_number
+from memory_anchor.worker.store.dialect import data_number_below, dialect_of
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 
@@ -111,39 +112,29 @@ class EventLog:
         at = at or now()
         count = 0
         with self.db.transaction() as conn:
-            expires_at = json_number(dialect_of(conn), "r.data", "expires_at")
-            branches = [r["name"] for r in conn.execute("SELECT name FROM branches WHERE status = 'active'")]
+            expired = data_number_below(dialect_of(conn), "r", "expires_at")
+            branches = active_branches(conn)
             for branch in branches:
                 view = resolve_view(conn, branch)
                 rows, _ = Records.query(
                     conn, view, filters={"kind": "event", "branch": branch}, limit=100_000,
-                    extra_where=f"{expires_at} < ?", extra_params=[at],
+                    extra_where=expired, extra_params=[at],
                 )  # fmt: skip
                 for row in rows:
-                    conn.execute(
-                        """INSERT INTO event_archive(record_id, branch, project, agent_id, text, record, expired_at, archived_at)
-                           VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                        (row["id"], branch, row["project"], row["agent_id"], row["text"],
-                         json.dumps(row, default=str, ensure_ascii=False), row["data"].get("expires_at"), at),
-                    )  # fmt: skip
+                    event_archive.archive(conn, row, branch, at)
                     Records.update(conn, row["id"], branch=branch, actor="system:event-archive",
                                    reason="ARCHIVE (ttl expired)", view=view, status="archived")  # fmt: skip
                     count += 1
         return count
 
     def archived(self, project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM event_archive WHERE restored_at IS NULL"
-        params: list[Any] = []
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(project)
-        rows = self.db.reader().execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit]).fetchall()
+        rows = event_archive.archived(self.db.reader(), project, limit)
         return [{k: row[k] for k in row.keys() if k != "record"} for row in rows]
 
     def restore(self, archive_id: int, *, actor: str = "system", ttl_days: int | None = None) -> dict[str, Any]:
         """Bring an archived event back; it keeps no TTL unless a new one is given."""
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT * FROM event_archive WHERE id = ?", (archive_id,)).fetchone()
+            row = event_archive.entry(conn, archive_id)
             if row is None:
                 raise NotFound(f"archived event {archive_id} not found")
             if row["restored_at"] is not None:
@@ -156,7 +147,7 @@ class EventLog:
             data = {**current["data"], "ttl_days": ttl_days, "expires_at": at + ttl_days * DAY if ttl_days else None}
             record = Records.update(conn, row["record_id"], branch=row["branch"], actor=actor,
                                     reason="RESTORE (from archive)", view=view, status="active", data=data)  # fmt: skip
-            conn.execute("UPDATE event_archive SET restored_at = ? WHERE id = ?", (at, archive_id))
+            event_archive.mark_restored(conn, archive_id, at)
             return record
 
 

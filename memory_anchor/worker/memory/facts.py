@@ -58,7 +58,8 @@ from memory_anchor.worker.memory.common import (
 from memory_anchor.worker.memory.finder import Finder
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, View, resolve_view
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, View, log_fact_rejection, resolve_view
+from memory_anchor.worker.store.sessions import session_cwd
 
 LIVE = ("active", "pending", "disputed")
 # Two wordings this close say the same thing: extraction takes the candidate for a known fact (NONE),
@@ -68,6 +69,8 @@ NEAR_DUPLICATE = 0.85
 # fact falls to: below FACT_REVERIFY, so it is flagged for re-verification at once.
 CODE_GONE = ("deleted", "moved")
 CODE_GONE_CONFIDENCE = round(FACT_REVERIFY - 0.1, 2)
+# The most active facts one pass of `reconcile_all_with_code` checks, newest first.
+FACTS_CHECKED = 20_000
 
 
 def tier(confidence: float) -> str:
@@ -111,6 +114,30 @@ def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
         return record
     eff = effective_confidence(record, at)
     return {**record, "effective_confidence": round(eff, 4), "needs_verification": eff < FACT_REVERIFY}
+
+
+def as_the_code_shows(facts: list[dict[str, Any]], freshness: dict[str, Any]) -> list[dict[str, Any]]:
+    """The facts as `FactStore.reconcile_with_code` would leave them, computed without writing:
+    a fact whose file is gone shows demoted, a demoted one whose file is back shows restored.
+    What a briefing or recall shows between a change to the code and the job that records it."""
+    shown = []
+    for fact in facts:
+        found = freshness.get(fact["id"])
+        data = fact.get("data") or {}
+        if found is None or found.state == "unknown" or fact.get("status") != "active":
+            shown.append(fact)
+            continue
+        gone, stale = found.state in CODE_GONE, data.get("code_stale")
+        if gone and not stale:
+            before = float(fact["confidence"] if fact["confidence"] is not None else 1.0)
+            stale = {"state": found.state, "detail": found.detail, "confidence_before": before, "at": now()}
+            fact = decorate({**fact, "confidence": min(before, CODE_GONE_CONFIDENCE), "data": {**data, "code_stale": stale}})
+        elif not gone and stale:
+            kept = {key: value for key, value in data.items() if key != "code_stale"}
+            fact = decorate({**fact, "confidence": stale.get("confidence_before", fact["confidence"]),
+                             "data": {**kept, "verified_at": now()}})  # fmt: skip
+        shown.append(fact)
+    return shown
 
 
 class FactStore:
@@ -304,6 +331,25 @@ class FactStore:
                 changed[fact["id"]] = decorate(record)
         return {"demoted": demoted, "restored": restored, "facts": changed}
 
+    def reconcile_all_with_code(self, branch: str = MAIN) -> dict[str, int]:
+        """Every active fact that names files, checked against its project's code now, then demoted
+        or restored as `reconcile_with_code` does: the maintenance job and the git watch call this,
+        so the briefing, which shows the same state computed (`as_the_code_shows`), never writes."""
+        if self.codebase is None:
+            return {"demoted": 0, "restored": 0}
+        conn = self.db.reader()
+        rows, _ = Records.query(conn, resolve_view(conn, branch), filters={"kind": "fact"}, limit=FACTS_CHECKED)
+        by_project: dict[str | None, list[dict[str, Any]]] = {}
+        for fact in rows:
+            if (fact.get("data") or {}).get("code"):
+                by_project.setdefault(fact.get("project"), []).append(fact)
+        demoted = restored = 0
+        for project, facts in by_project.items():
+            cwd = None if (project or "").startswith("/") else session_cwd(conn, facts[0].get("session_id"))
+            changed = self.reconcile_with_code(facts, self.codebase.check(facts, project=project, cwd=cwd), branch=branch)
+            demoted, restored = demoted + changed["demoted"], restored + changed["restored"]
+        return {"demoted": demoted, "restored": restored}
+
     def _demote_for_code(self, fact_id: str, found, branch: str) -> dict[str, Any] | None:
         with self.db.transaction() as conn:
             current = self._current(conn, fact_id, branch)
@@ -328,10 +374,8 @@ class FactStore:
                                   data={**data, "verified_at": now()})  # fmt: skip
 
     def log_rejection(self, conn, text: str, confidence: float, *, project: str, agent_id: str | None, source: str | None, reason: str) -> None:
-        conn.execute(
-            "INSERT INTO fact_rejections(project, agent_id, text, confidence, source, reason, created_at) VALUES (?,?,?,?,?,?,?)",
-            (project, agent_id, text, confidence, source, reason, now()),
-        )
+        log_fact_rejection(conn, project=project, agent_id=agent_id, text=text, confidence=confidence, source=source,
+                           reason=reason, at=now())  # fmt: skip
 
     # --- approvals of pending facts -------------------------------------------------------
 

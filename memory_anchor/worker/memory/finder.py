@@ -2,7 +2,7 @@
 
 1. semantic: the retrieval engine's hybrid search (`memory_anchor.worker.index.search.SearchService`)
    when the worker has one;
-2. keyword: BM25 over the records' own words (memory_anchor/worker/index/keywords.py), always available;
+2. keyword: BM25 over the records' own words (memory_anchor/worker/store/keywords.py), always available;
 3. most recent: the latest records matching the filters.
 
 Each step only runs when the previous ones found fewer than asked for, and each
@@ -18,7 +18,7 @@ import math
 import time
 from typing import Any, Callable
 
-from memory_anchor.worker.index.keywords import ColumnWeights, KeywordQuery, keyword_index
+from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, keyword_index
 from memory_anchor.worker.memory.common import keyword_words
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.dialect import SQLITE, dialect_of, truth

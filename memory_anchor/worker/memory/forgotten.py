@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from memory_anchor.worker.memory.common import Wording, now, tokens
 from memory_anchor.worker.memory.cues import terms
+from memory_anchor.worker.store import forgotten as store_forgotten
 
 Kind = Literal["fact", "next_step"]
 
@@ -48,11 +49,8 @@ class Forgotten:
     def record(self, conn, *, project: str, kind: Kind, item_id: str, text: str, action: str, actor: str,
                reason: str | None) -> dict[str, Any]:  # fmt: skip
         """Keep `text` out of memory from now on (inside the caller's write transaction)."""
-        row = conn.execute(
-            """INSERT INTO forgotten(project, kind, item_id, text, key, action, actor, reason, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
-            (project or "", kind, str(item_id), text, wording_key(text), action, actor, reason, now()),
-        ).fetchone()
+        row = store_forgotten.add(conn, project=project or "", kind=kind, item_id=str(item_id), text=text,
+                                  key=wording_key(text), action=action, actor=actor, reason=reason, at=now())  # fmt: skip
         return _row(row)
 
     def find(self, conn, project: str, kind: Kind, *texts: str | None) -> dict[str, Any] | None:
@@ -71,25 +69,17 @@ class Forgotten:
         the list read last stands while the rows this connection sees are the same (count and
         highest id: on PostgreSQL a row may commit after one with a higher id)."""
         project = project or ""
-        seen = tuple(conn.execute("SELECT count(*), max(id) FROM forgotten WHERE project = ? AND kind = ?",
-                                  (project, kind)).fetchone())  # fmt: skip
+        seen = store_forgotten.seen(conn, project, kind)
         cached = self._read.get((project, kind))
         if cached is None or cached[0] != seen:
-            rows = conn.execute("SELECT * FROM forgotten WHERE project = ? AND kind = ? ORDER BY id", (project, kind))
-            cached = (seen, [_Entry(_row(r)) for r in rows.fetchall()])
+            cached = (seen, [_Entry(_row(r)) for r in store_forgotten.entries(conn, project, kind)])
             self._read[(project, kind)] = cached
         return cached[1]
 
     def list(self, project: str | None = None, kind: Kind | None = None, item_id: str | None = None,
              limit: int = 100, conn=None) -> list[dict[str, Any]]:  # fmt: skip
         """Corrections, newest first: the history of who forgot or edited what, and when."""
-        where, params = [], []
-        for column, value in (("project", project), ("kind", kind), ("item_id", item_id)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        sql = "SELECT * FROM forgotten" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id DESC LIMIT ?"
-        rows = (conn or self.db.reader()).execute(sql, [*params, limit]).fetchall()
+        rows = store_forgotten.history(conn or self.db.reader(), project=project, kind=kind, item_id=item_id, limit=limit)
         return [_row(r) for r in rows]
 
     def scrub_outcome(self, conn, project: str, summary: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from memory_anchor.schemas.mem0 import Mem0AddRequest, Mem0SearchRequest, Mem0UpdateRequest
 from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
 from memory_anchor.worker.memory.memories import MemoryService
-from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, iso, resolve_view
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, first_written, iso, resolve_view
 
 ENTITY_KEYS = ("user_id", "agent_id", "app_id", "run_id")
 ENTITY_TYPES = {"user": "user_id", "agent": "agent_id", "app": "app_id", "run": "run_id"}
@@ -183,13 +183,7 @@ class Mem0Platform:
         if not ids:
             return []
         conn = self.services.db.reader()
-        first: dict[str, float] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            for row in conn.execute(
-                f"SELECT id, min(created_at) FROM records WHERE id IN ({','.join('?' * len(chunk))}) GROUP BY id", chunk
-            ):
-                first[row[0]] = row[1]
+        first = first_written(conn, ids)
         return [first.get(r["id"]) for r in records]
 
 

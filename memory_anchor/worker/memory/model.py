@@ -46,6 +46,7 @@ from memory_anchor.worker.memory.operations import OperationsIndex
 from memory_anchor.worker.memory.relations import RelationStore
 from memory_anchor.worker.memory.retrieval import Retrieval
 from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.open_items import projects_with_open_steps
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,10 @@ class MemoryModel:
         redact: Callable[[str], str] | None = None,
         active_ttl_seconds: int = 3600,
         codebase: Any = None,
+        code_checks: bool = True,
     ):
         self.db = db
+        self.code_checks = code_checks  # off: facts are never demoted for their code (settings.code_checks)
         self.finder = Finder(db, search)
         self.approvals = ApprovalQueue(db)
         self.policy = AgentPolicy(self.approvals, read_only_agents or [])
@@ -102,6 +105,7 @@ class MemoryModel:
             llm=llm,
             redact=redact_text,
             codebase=services.codebase,
+            code_checks=services.settings.code_checks,
         )
 
     # --- L0: agents may only propose ------------------------------------------------
@@ -401,19 +405,28 @@ class MemoryModel:
 
     def maintain(self, at: float | None = None) -> dict[str, int]:
         """The periodic job: archive expired events, purge old identity removals, sweep L1, hold
-        rules an earlier version extracted to the source rule (source_recheck.py), and close the
-        open steps commits did (steps_done.py)."""
+        rules an earlier version extracted to the source rule (source_recheck.py), close the
+        open steps commits did (steps_done.py), and demote the facts whose files are gone."""
         return {
             "steps_done_by_commits": self._close_steps_done(),
+            "facts_checked_against_code": self.check_facts_against_code(),
             "events_archived": self.events.archive_expired(at),
             "identity_purged": self.identity.purge_expired(at),
             "active_context_expired": self.active.sweep(),
             "rules_sent_for_approval": recheck_standing(self.db, self.approvals),
         }
 
+    def check_facts_against_code(self) -> int:
+        """Demote the facts whose files are gone and restore those whose files are back; returns how
+        many changed. Here, in the maintenance job and the git watch, and in `verify --fix`: the
+        briefing and recall show the same state without writing it."""
+        if not self.code_checks:
+            return 0
+        changed = self.facts.reconcile_all_with_code()
+        return changed["demoted"] + changed["restored"]
+
     def _close_steps_done(self) -> int:
-        projects = [r["project"] for r in self.db.reader().execute(
-            "SELECT DISTINCT project FROM open_items WHERE closed_at IS NULL").fetchall()]  # fmt: skip
+        projects = projects_with_open_steps(self.db.reader())
         return sum(len(self.steps_done.close(project)) for project in projects)
 
 

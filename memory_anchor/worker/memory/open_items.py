@@ -18,6 +18,7 @@ from typing import Any
 from memory_anchor.worker.memory.common import DAY, now, text_similarity
 from memory_anchor.worker.memory.cues import covers
 from memory_anchor.worker.memory.forgotten import Forgotten
+from memory_anchor.worker.store import open_items as store_steps
 from memory_anchor.worker.store.db import Database
 
 SAME_ITEM = 0.7
@@ -35,34 +36,24 @@ class OpenItems:
         """Close what `done` completes, then make `next_steps` the session's own open items."""
         at = at or now()
         # This session's earlier Stop may have reaffirmed other sessions' steps; its last word decides again.
-        conn.execute("UPDATE open_items SET closed_at = NULL, closed_by = NULL, closed_because = NULL "
-                     "WHERE closed_by = ? AND closed_because LIKE 'restated: %'", (session_id,))  # fmt: skip
+        store_steps.reopen_restated_by(conn, session_id)
         closed = 0
-        others = conn.execute(
-            "SELECT id, text FROM open_items WHERE project = ? AND closed_at IS NULL AND session_id != ?",
-            (project, session_id),
-        ).fetchall()
+        others = store_steps.open_steps(conn, project, not_of_session=session_id)
         for row in others:
             because = next((d for d in done if covers(d, row["text"])), None)
             if because is not None:
-                conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? WHERE id = ?",
-                             (at, session_id, because, row["id"]))  # fmt: skip
+                store_steps.close_step(conn, row["id"], at=at, by=session_id, because=because)
                 closed += 1
         still_open = [r for r in others if not any(covers(d, r["text"]) for d in done)]
-        conn.execute("DELETE FROM open_items WHERE session_id = ? AND closed_at IS NULL", (session_id,))
+        store_steps.withdraw_open_of(conn, session_id)
         opened = 0
         for text in dict.fromkeys(t.strip() for t in next_steps if t and t.strip()):
             if self.forgotten.find(conn, project, "next_step", text):
                 continue  # a person forgot it (or edited its wording away): restating it does not reopen it
             for earlier in still_open:
                 if text_similarity(text, earlier["text"]) >= SAME_ITEM or covers(earlier["text"], text, at_least=0.8):
-                    conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? "
-                                 "WHERE id = ? AND closed_at IS NULL",
-                                 (at, session_id, f"restated: {text}", earlier["id"]))  # fmt: skip
-            conn.execute(
-                "INSERT INTO open_items(project, branch, session_id, text, opened_at) VALUES (?, ?, ?, ?, ?)",
-                (project, branch, session_id, text, at),
-            )
+                    store_steps.close_step(conn, earlier["id"], at=at, by=session_id, because=f"restated: {text}", if_open=True)
+            store_steps.open_step(conn, project=project, branch=branch, session_id=session_id, text=text, at=at)
             opened += 1
         return {"opened": opened, "closed": closed}
 
@@ -78,16 +69,8 @@ class OpenItems:
 
     def open(self, project: str, *, limit: int = 20, conn=None) -> list[dict[str, Any]]:
         conn = conn or self.db.reader()
-        rows = conn.execute(
-            "SELECT * FROM open_items WHERE project = ? AND closed_at IS NULL ORDER BY opened_at DESC, id LIMIT ?",
-            (project, limit),
-        ).fetchall()
-        return [dict(r) for r in rows]
+        return store_steps.open_steps(conn, project, limit=limit)
 
     def closed(self, project: str, *, limit: int = 20, conn=None) -> list[dict[str, Any]]:
         conn = conn or self.db.reader()
-        rows = conn.execute(
-            "SELECT * FROM open_items WHERE project = ? AND closed_at IS NOT NULL ORDER BY closed_at DESC LIMIT ?",
-            (project, limit),
-        ).fetchall()
-        return [dict(r) for r in rows]
+        return store_steps.closed_steps(conn, project, limit)

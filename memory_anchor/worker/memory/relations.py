@@ -15,7 +15,7 @@ from typing import Any
 from memory_anchor.schemas.memory_model import GraphQuery, RelationIn
 from memory_anchor.worker.memory.common import DEFAULT_AGENT, agent_actor, now, to_epoch
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.dialect import dialect_of, json_text
+from memory_anchor.worker.store.dialect import data_key_in, dialect_of
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 
@@ -83,11 +83,8 @@ class RelationStore:
         for hop in range(1, query.depth + 1):
             if not frontier:
                 break
-            marks = ",".join("?" * len(frontier))
             names = list(frontier)
-            dialect = dialect_of(conn)
-            extra = (f"({json_text(dialect, 'r.data', 'subject_key')} IN ({marks})"
-                     f" OR {json_text(dialect, 'r.data', 'object_key')} IN ({marks}))")  # fmt: skip
+            extra = data_key_in(dialect_of(conn), "r", ["subject_key", "object_key"], len(names))
             filters: dict[str, Any] = {"kind": "relation"}
             if query.project is not None:
                 filters["project"] = query.project

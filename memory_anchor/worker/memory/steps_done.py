@@ -33,6 +33,8 @@ from memory_anchor.worker.codebase.commits import CommitDetail, commits_since
 from memory_anchor.worker.codebase.freshness import repo_for
 from memory_anchor.worker.codebase.git import Repo, head
 from memory_anchor.worker.memory.cues import terms
+from memory_anchor.worker.store import open_items as store_steps
+from memory_anchor.worker.store.sessions import last_cwd
 
 COMMIT_PREFIX = "commit:"
 # Words that say a step is open, not what it is.
@@ -134,9 +136,7 @@ def closed_by_commit(item: dict[str, Any]) -> dict[str, str] | None:
 def repository_of(conn, project: str) -> Repo | None:
     """The repository of a project here: its name when that is a path (one machine), else the one of
     the last session's directory in it (a team names projects by their remote)."""
-    row = conn.execute("SELECT cwd FROM sessions WHERE project = ? AND cwd IS NOT NULL ORDER BY last_seen_at DESC LIMIT 1",
-                       (project,)).fetchone()  # fmt: skip
-    return repo_for(project, row["cwd"] if row else None)
+    return repo_for(project, last_cwd(conn, project))
 
 
 class StepsDoneByCommits:
@@ -163,15 +163,13 @@ class StepsDoneByCommits:
         if closed:
             with self.db.transaction() as conn:
                 for item in closed:
-                    conn.execute("UPDATE open_items SET closed_at = ?, closed_by = ?, closed_because = ? "
-                                 "WHERE id = ? AND closed_at IS NULL",
-                                 (item["closed_at"], item["closed_by"], item["closed_because"], item["id"]))  # fmt: skip
+                    store_steps.close_step(conn, item["id"], at=item["closed_at"], by=item["closed_by"],
+                                           because=item["closed_because"], if_open=True)  # fmt: skip
         return closed
 
     def find(self, project: str, repo: Repo) -> list[dict[str, Any]]:
         """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed (nothing written)."""
-        items = [dict(r) for r in self.db.reader().execute(
-            "SELECT id, text, opened_at FROM open_items WHERE project = ? AND closed_at IS NULL", (project,)).fetchall()]  # fmt: skip
+        items = [{key: r[key] for key in ("id", "text", "opened_at")} for r in store_steps.open_steps(self.db.reader(), project)]
         if not items:
             return []
         named = [path for item in items for path in StepWords.of(item["text"]).paths]
@@ -189,6 +187,5 @@ class StepsDoneByCommits:
     @staticmethod
     def done_by_commits(conn, project: str, limit: int = 200) -> dict[str, str]:
         """{step text: the commit that did it} of the project's steps commits closed, the latest first."""
-        rows = conn.execute("SELECT text, closed_by FROM open_items WHERE project = ? AND closed_by LIKE ? "
-                            "ORDER BY closed_at DESC LIMIT ?", (project, COMMIT_PREFIX + "%", limit)).fetchall()  # fmt: skip
+        rows = store_steps.closed_by_prefix(conn, project, COMMIT_PREFIX, limit)
         return {row["text"]: row["closed_by"][len(COMMIT_PREFIX) :] for row in reversed(rows)}

@@ -26,8 +26,10 @@ from memory_anchor.core.projects import is_excluded, project_for_cwd
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
 from memory_anchor.worker.index import heap
 from memory_anchor.worker.pipeline.sessions import Sessions
+from memory_anchor.worker.store.db import savepoint
 from memory_anchor.worker.store.errors import StorageUnavailable
-from memory_anchor.worker.store.records import Records
+from memory_anchor.worker.store.records import Records, written_for
+from memory_anchor.worker.store.sessions import get_session
 
 log = logging.getLogger(__name__)
 
@@ -232,16 +234,14 @@ class Pipeline:
         try:
             with self.services.db.transaction() as conn:
                 for event, columns in ready:
-                    conn.execute("SAVEPOINT event")
                     try:
-                        session, records = self._write(conn, event, columns)
-                        self.inbox.mark_done(conn, event.id)
+                        with savepoint(conn, "event"):
+                            session, records = self._write(conn, event, columns)
+                            self.inbox.mark_done(conn, event.id)
                     except Exception as exc:
-                        conn.execute("ROLLBACK TO event")
                         failed.append((event, exc))
                     else:
                         written.append((event, session, records))
-                    conn.execute("RELEASE event")
         except Exception:  # the commit itself failed: nothing was written; each event alone tells whose fault
             log.warning("a group of %d events could not be committed; writing them one by one", len(ready), exc_info=True)
             for event, columns in ready:
@@ -361,16 +361,12 @@ class Pipeline:
         if not event.session_id:
             return None
         session_id = event.session_id
-        row = conn.execute(
-            """SELECT * FROM records WHERE session_id = ? AND source_id = ? AND happened_at = ?
-               ORDER BY seq DESC LIMIT 1""",
-            (session_id, f"inbox:{event.id}", event.received_at),
-        ).fetchone()
+        row = written_for(conn, session_id, f"inbox:{event.id}", event.received_at)
         if row is None:
             return None
-        session = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        session = get_session(conn, session_id)
         log.info("event %s (%s) was written before its done mark; not writing it again", event.id, event.event)
-        return (dict(session) if session else {}), {"record": dict(row)}
+        return (session or {}), {"record": row}
 
     # --- one function per hook event -----------------------------------------
 

@@ -12,6 +12,7 @@ from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
 from memory_anchor.worker.memory.text import clip
 from memory_anchor.worker.store.records import Records, resolve_view
+from memory_anchor.worker.store.sessions import end_session, get_session, seen_session, session_branch, start_session
 
 log = logging.getLogger(__name__)
 SUMMARY_NAMESPACE = uuid.UUID("6f0b8a1e-3c1d-4b7e-9a52-1d2f3e4a5b6c")
@@ -31,28 +32,19 @@ class Sessions:
         payload = event.payload
         session_id = event.session_id or "unknown"
         now = happened_at(event)
-        row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        row = get_session(conn, session_id)
         if row is None:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
             project = self.services.project_for_cwd(cwd)
             branch = self.choose_branch(conn, event)
-            conn.execute(
-                """INSERT INTO sessions(session_id, project, cwd, branch, agent_id, transcript_path, source,
-                                        started_at, last_seen_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    session_id, project, cwd, branch, event.agent_id,
-                    payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None,
-                    payload.get("source") if isinstance(payload.get("source"), str) else event.origin, now, now,
-                ),
+            start_session(
+                conn, session_id, project=project, cwd=cwd, branch=branch, agent_id=event.agent_id,
+                transcript_path=payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None,
+                source=payload.get("source") if isinstance(payload.get("source"), str) else event.origin, at=now,
             )  # fmt: skip
         else:
-            counter = {"UserPromptSubmit": "prompt_count", "PostToolUse": "tool_count"}.get(event.event)
-            bump = f", {counter} = {counter} + 1" if counter else ""
-            # The later of the two: imported events may come in a little out of order (PostgreSQL has no max(a, b)).
-            conn.execute(f"""UPDATE sessions SET last_seen_at = CASE WHEN last_seen_at > ? THEN last_seen_at ELSE ? END{bump}
-                             WHERE session_id = ?""", (now, now, session_id))  # fmt: skip
-        session = dict(conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone())
+            seen_session(conn, session_id, event.event, now)
+        session = get_session(conn, session_id)
         session["branch"] = self._write_branch(conn, session)
         patterns = self.services.settings.excluded_projects
         # Exclusions name directories on this machine (the project's name may be its git remote).
@@ -62,7 +54,7 @@ class Sessions:
     @staticmethod
     def _write_branch(conn, session: dict[str, Any]) -> str:
         """The session's branch, or the ancestor it writes to while that branch is archived."""
-        from memory_anchor.worker.branching.branches import writable_branch
+        from memory_anchor.worker.store.branches import writable_branch
 
         branch = writable_branch(conn, session["branch"])
         if branch != session["branch"]:
@@ -85,10 +77,7 @@ class Sessions:
 
     def end(self, conn, event: InboxEvent) -> None:
         reason = event.payload.get("reason")
-        conn.execute(
-            "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE session_id = ?",
-            (happened_at(event), reason if isinstance(reason, str) else None, event.session_id or "unknown"),
-        )
+        end_session(conn, event.session_id or "unknown", at=happened_at(event), reason=reason if isinstance(reason, str) else None)
 
     def prepare_summary(self, event: InboxEvent):
         """A summary draft of the session so far, or None when nothing new happened (or the
@@ -102,8 +91,7 @@ class Sessions:
             return None
         conn = self.services.db.reader()
         session_id = event.session_id or "unknown"
-        row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-        view = resolve_view(conn, row["branch"] if row else "main")
+        view = resolve_view(conn, session_branch(conn, session_id) or "main")
         activity, _ = Records.query(
             conn, view, filters={"session_id": session_id, "kind": ["prompt", "observation"]},
             order="seq ASC", limit=200,

@@ -123,3 +123,22 @@ def _begin_immediate(conn: sqlite3.Connection) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+@contextmanager
+def savepoint(conn, name: str = "step") -> Iterator[None]:
+    """One step inside a transaction, undone alone when it raises (the exception goes on): a
+    group commit keeps the steps that worked."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        raise
+    finally:
+        conn.execute(f"RELEASE {name}")
+
+
+def current_role(conn) -> str:
+    """The database role a team database connection works as (PostgreSQL's current_user)."""
+    return conn.execute("SELECT current_user AS me").fetchone()["me"]

@@ -9,6 +9,7 @@ PostgreSQL one "postgres". Nothing rewrites SQL after the fact.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 SQLITE = "sqlite"
@@ -78,3 +79,26 @@ def limit_param(dialect: str, limit: int) -> int | None:
     if limit < 0 and dialect == POSTGRES:
         return None
     return limit
+
+
+def metadata_in(dialect: str, alias: str, key: Any, values: list[Any]) -> tuple[str, list[Any]]:
+    """A condition that a record's metadata key holds one of `values`, with its parameters."""
+    if not values:
+        return truth(dialect, False), []
+    if dialect == POSTGRES:
+        # As text: a superset of what search's exact check keeps (it compares values, then their text).
+        return (f"({alias}.metadata::jsonb ->> ?) IN ({','.join('?' * len(values))})",
+                [str(key), *(v if isinstance(v, str) else json.dumps(v) for v in values)])  # fmt: skip
+    path = '$."' + str(key).replace('"', "") + '"'
+    return f"json_extract({alias}.metadata, ?) IN ({','.join('?' * len(values))})", [path, *values]
+
+
+def data_key_in(dialect: str, alias: str, keys: list[str], count: int) -> str:
+    """A condition that any of these top-level keys of `data` is one of `count` parameters (given once per key)."""
+    marks = ",".join("?" * count)
+    return "(" + " OR ".join(f"{json_text(dialect, f'{alias}.data', key)} IN ({marks})" for key in keys) + ")"
+
+
+def data_number_below(dialect: str, alias: str, key: str) -> str:
+    """A condition that a number in `data` is below one parameter."""
+    return f"{json_number(dialect, f'{alias}.data', key)} < ?"

@@ -640,3 +640,90 @@ _HEAD_SEQ = {
     # write-order lock, no other write is in flight, so this is the committed head.
     POSTGRES: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM record_seq",
 }
+
+
+def max_seq(conn: sqlite3.Connection) -> int:
+    """The highest seq this connection can see (0 when none): where a live feed starts."""
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()[0])
+
+
+def written_for(conn: sqlite3.Connection, session_id: str, source_id: str, happened_at: float) -> dict[str, Any] | None:
+    """The latest version a session's event wrote (its `source_id` and time), or None."""
+    row = conn.execute(
+        """SELECT * FROM records WHERE session_id = ? AND source_id = ? AND happened_at = ?
+           ORDER BY seq DESC LIMIT 1""",
+        (session_id, source_id, happened_at),
+    ).fetchone()
+    return dict(row) if row is not None else None
+
+
+def versions_of(conn: sqlite3.Connection, ids: list[str]) -> list[Any]:
+    """Every version of these records on every branch, in seq order (rows as read)."""
+    return conn.execute(f"SELECT * FROM records WHERE id IN ({','.join('?' * len(ids))}) ORDER BY seq", ids).fetchall()
+
+
+def ids_written_on(conn: sqlite3.Connection, branch: str, after: int, upto: int | None = None) -> list[str]:
+    """The ids with a version on `branch` whose seq is in (after, upto]; upto None: no upper bound."""
+    sql = "SELECT DISTINCT id FROM records WHERE branch = ? AND seq > ?"
+    params: list[Any] = [branch, after]
+    if upto is not None:
+        sql += " AND seq <= ?"
+        params.append(upto)
+    return [row[0] for row in conn.execute(sql, params)]
+
+
+def ids_between(conn: sqlite3.Connection, low: str, high: str) -> list[str]:
+    """The record ids in [low, high): those an id prefix may name."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT id FROM records WHERE id >= ? AND id < ?", (low, high))]
+
+
+def first_written(conn: sqlite3.Connection, ids: list[str]) -> dict[str, float]:
+    """{record id: when its first version was written}."""
+    first: dict[str, float] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for row in conn.execute(
+            f"SELECT id, min(created_at) FROM records WHERE id IN ({','.join('?' * len(chunk))}) GROUP BY id", chunk
+        ):
+            first[row[0]] = row[1]
+    return first
+
+
+def log_fact_rejection(conn: sqlite3.Connection, *, project: str, agent_id: str | None, text: str, confidence: float,
+                       source: str | None, reason: str, at: float) -> None:  # fmt: skip
+    """A statement refused as a fact, kept with why (`fact_rejections`)."""
+    conn.execute(
+        "INSERT INTO fact_rejections(project, agent_id, text, confidence, source, reason, created_at) VALUES (?,?,?,?,?,?,?)",
+        (project, agent_id, text, confidence, source, reason, at),
+    )
+
+
+def earlier_same_text(conn: sqlite3.Connection, record_id: str, before_seq: int, content_hash: str) -> int | None:
+    """The seq of the latest earlier version of a record with the same text, or None."""
+    row = conn.execute(
+        "SELECT seq FROM records WHERE id = ? AND seq < ? AND content_hash = ? AND op = 'put' "
+        "ORDER BY seq DESC LIMIT 1",
+        (record_id, before_seq, content_hash),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+def seqs_with_text_after(conn: sqlite3.Connection, after: int, limit: int) -> list[int]:
+    """The next `limit` versions with text after seq `after`, in seq order."""
+    return [row[0] for row in conn.execute(
+        "SELECT seq FROM records WHERE seq > ? AND op = 'put' AND text != '' ORDER BY seq LIMIT ?", (after, limit))]  # fmt: skip
+
+
+def new_rows(conn: sqlite3.Connection, after: int, skip_kinds: Iterable[str], limit: int) -> list[Any]:
+    """(seq, author, created_at) of the next `limit` versions with text after seq `after`, but those of `skip_kinds`."""
+    skip = sorted(skip_kinds)
+    return conn.execute(f"""
+        SELECT seq, author, created_at FROM records
+        WHERE seq > ? AND op = 'put' AND text <> '' AND kind NOT IN ({", ".join("?" * len(skip))})
+        ORDER BY seq LIMIT ?
+    """, (after, *skip, limit)).fetchall()  # fmt: skip
+
+
+def versions_by_kind(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many record versions there are of each kind."""
+    return {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import psycopg
 from psycopg import errors
 
-from memory_anchor.core.settings import without_password
+from memory_anchor.schemas.settings import without_password
 from memory_anchor.worker.store.errors import StorageError, StorageUnavailable
 
 __all__ = ["StorageError", "StorageUnavailable", "check_url", "connect", "explain", "unreachable", "without_password"]

@@ -538,7 +538,7 @@ MIGRATIONS: list[Migration] = [
         f"""
         -- A record's keyword terms as SQLite's index holds them (memory_anchor/worker/store/terms.py:
         -- FTS5's porter unicode61 tokenizer after the CJK bigrams), written by the
-        -- worker with the record, ranked by BM25 in SQL (memory_anchor/worker/index/keywords.py).
+        -- worker with the record, ranked by BM25 in SQL (memory_anchor/worker/store/keywords.py).
         -- Positions carry term frequency; the label says the column: D text, C title,
         -- B thread context (the words of the two records before it in its thread,
         -- SQLite's records_thread_fts `context`, which there also holds the two after).

@@ -200,3 +200,16 @@ def view_for(conn: sqlite3.Connection, branch: str | None, as_of: Any = None):
     name = branch or MAIN
     validate_branch_name(name)
     return resolve_view(conn, name, as_of)
+
+
+def describe_branch(conn: sqlite3.Connection, name: str, description: str) -> None:
+    conn.execute("UPDATE branches SET description = ? WHERE name = ?", (description, name))
+
+
+def active_branches(conn: sqlite3.Connection) -> list[str]:
+    return [r["name"] for r in conn.execute("SELECT name FROM branches WHERE status = 'active'")]
+
+
+def branch_births(conn: sqlite3.Connection) -> dict[str, float]:
+    """{branch: when it was created}: a name that comes back with another time is another branch."""
+    return {row["name"]: float(row["created_at"]) for row in conn.execute("SELECT name, created_at FROM branches")}
