@@ -19,6 +19,9 @@ import pytest
 from tests import worker_forks
 
 ROOT = Path(__file__).resolve().parent.parent
+# Data too large or too personal for the repository (LoCoMo, real sessions), read-only, beside the
+# checkout; tests that need it are skipped where it is absent.
+SHARED = ROOT.parent / "shared"
 
 pytest_plugins = ["tests.fakes.fixtures"] if (ROOT / "tests" / "fakes" / "fixtures.py").exists() else []
 

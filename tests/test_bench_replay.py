@@ -18,10 +18,9 @@ import pytest
 
 from memory_anchor.bench import replay
 from memory_anchor.worker.memory.outcomes import is_narration
+from tests.conftest import SHARED
 
-DJANGO = Path("/work/shared/bench/replay/django")
-if not DJANGO.exists():
-    DJANGO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "replay" / "django"
+DJANGO = SHARED / "bench" / "replay" / "django"
 
 pytestmark = pytest.mark.skipif(not DJANGO.exists(), reason="the django replay folder is not present")
 

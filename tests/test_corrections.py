@@ -29,7 +29,7 @@ OWNER = f"human:{getpass.getuser()}"  # the viewer's and the API's default actor
 
 
 def event(project: str, session: str, name: str, **fields) -> dict:
-    """A hook payload as Claude Code sends it (docs: /work/shared/docs/claude-code-e2e.md)."""
+    """A hook payload as Claude Code sends it (docs: ../shared/docs/claude-code-e2e.md)."""
     return {"session_id": session, "transcript_path": f"/tmp/.claude/projects/x/{session}.jsonl", "cwd": project,
             "hook_event_name": name, **fields}  # fmt: skip
 

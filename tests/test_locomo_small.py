@@ -9,15 +9,13 @@ from __future__ import annotations
 import argparse
 import io
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import pytest
 
 from memory_anchor.bench import locomo
+from tests.conftest import SHARED
 
-DATA = Path("/work/shared/bench/locomo-dev.json")
-if not DATA.exists():
-    DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
+DATA = SHARED / "bench" / "locomo-dev.json"
 
 pytestmark = pytest.mark.skipif(not DATA.exists(), reason="LoCoMo dev file not present")
 

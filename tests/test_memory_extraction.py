@@ -18,7 +18,7 @@ from memory_anchor.worker.store.records import Records, resolve_view
 
 from tests.memory_clock import facts_verified_at
 
-PROJECT = "/work/demo"
+PROJECT = "/home/dev/demo"
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from memory_anchor.worker.store.records import RecordError, Records, resolve_vie
 
 from tests.memory_clock import facts_verified_at
 
-PROJECT = "/work/demo"
+PROJECT = "/home/dev/demo"
 
 
 @pytest.fixture

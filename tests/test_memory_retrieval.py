@@ -21,7 +21,7 @@ from memory_anchor.worker.index.vectors import Vectors
 from memory_anchor.worker.memory import MemoryModel
 from memory_anchor.worker.store.db import Database
 
-PROJECT = "/work/anchor"
+PROJECT = "/home/dev/anchor"
 
 IDENTITY = [
     "Project goal: give AI coding agents a persistent memory across sessions",

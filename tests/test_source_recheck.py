@@ -12,7 +12,7 @@ from memory_anchor.schemas.memory_model import Decision
 from memory_anchor.worker.memory import MemoryModel
 from memory_anchor.worker.store.records import Records
 
-PROJECT = "/work/shop"
+PROJECT = "/home/dev/shop"
 
 
 def _old_extraction(conn, prompt: str, rule: str, category: str = "rule") -> str:

@@ -27,7 +27,7 @@ GUIDE = "# Shop guide\n\nHow orders flow from the cart to the invoice.\n" * 3
 
 
 def hook(cwd, session: str, name: str, **fields) -> dict:
-    """A hook payload as Claude Code sends it (/work/shared/docs/claude-code-e2e.md)."""
+    """A hook payload as Claude Code sends it (../shared/docs/claude-code-e2e.md)."""
     return {"session_id": session, "transcript_path": f"/tmp/.claude/projects/x/{session}.jsonl", "cwd": str(cwd),
             "hook_event_name": name, **fields}  # fmt: skip
 

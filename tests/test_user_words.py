@@ -9,15 +9,13 @@ prompts nobody here wrote.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from memory_anchor.worker.memory.user_words import is_claude_code_text, own_words, passages, subject, typed_text
+from tests.conftest import SHARED
 
-REPLAY = Path("/work/shared/bench/replay/django")
-if not REPLAY.exists():
-    REPLAY = Path(__file__).resolve().parents[2] / "shared" / "bench" / "replay" / "django"
+REPLAY = SHARED / "bench" / "replay" / "django"
 
 
 @pytest.mark.parametrize("prompt", [

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from memory_anchor.bench.locomo import percentile
 from memory_anchor.bench.workdir import fresh_or_reused, wait_vectors_loaded
 
 WORDS = (
@@ -30,11 +31,6 @@ WORDS = (
 DEEP = "l1/l2/l3"
 RATIO_TARGET = 1.5
 P95_TARGET_MS = 50.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _text(n: int) -> str:

@@ -145,6 +145,7 @@ def evaluate(conversations: list[Conversation], search: SearchFn, modes: Iterabl
 
 
 def percentile(values: list[float], q: float) -> float:
+    """The value at fraction `q` (0..1) of the sorted values, 0.0 for none: every benchmark's p50/p95."""
     if not values:
         return 0.0
     ordered = sorted(values)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memory_anchor.bench.locomo import percentile
 from memory_anchor.bench.multilingual_sets import ALL_SETS, QuestionSet
 
 MODES = ("hybrid", "keyword", "vector")
@@ -137,13 +138,6 @@ def locomo_recall(client, data: Path) -> float:
     for conv in conversations:
         backend.store(conv)
     return locomo.evaluate(conversations, backend.search, modes=("hybrid",))["modes"]["hybrid"]["overall"][10]
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def format_report(report: Report) -> str:

@@ -24,6 +24,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from memory_anchor.bench.locomo import percentile
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = ROOT / "hooks" / "hook.py"
 TARGETS = {
@@ -37,11 +39,6 @@ WORDS = (
     "parser cache index query schema migration worker hook session branch merge deploy config token "
     "retry backoff timeout socket thread queue logging metrics test fixture build release docs api"
 ).split()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def tool_event(session: str, n: int, project: str) -> dict:

@@ -102,8 +102,8 @@ class _Requests:
         return "DELETE", "/v1/memories/", None, self.params(filters=json.dumps({"kind": "memory"}))
 
 
-class Memory:
-    """mem0's `Memory` (add, search, get, get_all, update, delete, delete_all, history, reset)."""
+class _Worker:
+    """Which worker, branch and agent a `Memory` or `AsyncMemory` speaks to."""
 
     def __init__(
         self,
@@ -118,8 +118,13 @@ class Memory:
         `agent_id`: who writes (default $MEMORY_ANCHOR_AGENT_ID); `autostart`: start the worker if down."""
         self._worker = WorkerClient(Path(data_dir) if data_dir else None, timeout=timeout, autostart=autostart)
         self._requests = _Requests(branch)
+        self._timeout = timeout
         agent = agent_id or os.environ.get("MEMORY_ANCHOR_AGENT_ID")
         self._headers = {AGENT_HEADER: agent} if agent else {}
+
+
+class Memory(_Worker):
+    """mem0's `Memory` (add, search, get, get_all, update, delete, delete_all, history, reset)."""
 
     def _call(self, request: tuple) -> Any:
         method, path, body, params = request
@@ -174,24 +179,10 @@ class Memory:
         self._call(self._requests.reset())
 
 
-class AsyncMemory:
+class AsyncMemory(_Worker):
     """`Memory` for asyncio programs, over aiohttp; use `async with AsyncMemory() as memory:` or `await close()`."""
 
-    def __init__(
-        self,
-        data_dir: str | Path | None = None,
-        *,
-        branch: str | None = None,
-        agent_id: str | None = None,
-        autostart: bool = True,
-        timeout: float = 30.0,
-    ):
-        self._worker = WorkerClient(Path(data_dir) if data_dir else None, timeout=timeout, autostart=autostart)
-        self._requests = _Requests(branch)
-        self._timeout = timeout
-        agent = agent_id or os.environ.get("MEMORY_ANCHOR_AGENT_ID")
-        self._headers = {AGENT_HEADER: agent} if agent else {}
-        self._session = None
+    _session = None  # the aiohttp session, opened at the first call
 
     async def __aenter__(self) -> "AsyncMemory":
         return self

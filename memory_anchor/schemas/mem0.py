@@ -4,7 +4,8 @@ Routes: /v1/ping/, /v3/memories/add/, /v3/memories/ (get_all), /v3/memories/sear
 /v1/memories/{id}/ (GET, PUT, DELETE), /v1/memories/{id}/history/, /v1/memories/ (DELETE),
 /v1/entities/, /v2/entities/{type}/{name}/ and /v1/batch/. Fields mem0 sends that have
 no meaning here (categories, instructions, expiration, ...) are accepted and ignored,
-so a mem0 program runs unchanged; each model says which.
+so a mem0 program runs unchanged; each model says which. An add answers with
+`memory_anchor.schemas.memories.AddMemoryResponse`, as `POST /api/v1/memories` does.
 """
 
 from __future__ import annotations
@@ -49,19 +50,6 @@ class Mem0AddRequest(_Lenient):
     async_mode: Any = None
     output_format: Any = None
     version: Any = None
-
-
-class Mem0Event(BaseModel):
-    id: str
-    memory: str
-    event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
-    previous_memory: str | None = None
-
-
-class Mem0AddResponse(BaseModel):
-    """mem0's v1.1 format."""
-
-    results: list[Mem0Event]
 
 
 class Mem0Memory(BaseModel):

@@ -52,6 +52,8 @@ class AddMemoryRequest(BaseModel):
 
 
 class MemoryEvent(BaseModel):
+    """What an add did to one memory."""
+
     id: str
     memory: str
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
@@ -59,6 +61,8 @@ class MemoryEvent(BaseModel):
 
 
 class AddMemoryResponse(BaseModel):
+    """mem0's v1.1 format: the answer of `POST /api/v1/memories` and of mem0's `POST /v3/memories/add/`."""
+
     results: list[MemoryEvent]
 
 

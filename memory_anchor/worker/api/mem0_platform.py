@@ -14,7 +14,6 @@ from aiohttp import web
 
 from memory_anchor.schemas.mem0 import (
     Mem0AddRequest,
-    Mem0AddResponse,
     Mem0BatchDelete,
     Mem0BatchUpdate,
     Mem0EntityList,
@@ -28,6 +27,7 @@ from memory_anchor.schemas.mem0 import (
     Mem0Status,
     Mem0UpdateRequest,
 )
+from memory_anchor.schemas.memories import AddMemoryResponse
 from memory_anchor.worker.api.middleware import read_json_object
 from memory_anchor.worker.api.openapi import query_object, query_param, request_model, response_model
 from memory_anchor.worker.api.params import actor, branch_param, int_param
@@ -54,7 +54,7 @@ async def mem0_ping(request: web.Request) -> web.Response:
 
 @routes.post("/v3/memories/add/")
 @request_model(Mem0AddRequest)
-@response_model(Mem0AddResponse)
+@response_model(AddMemoryResponse)
 async def mem0_add(request: web.Request) -> web.Response:
     """Add memories (mem0 `client.add`); answers in mem0's v1.1 format."""
     body = Mem0AddRequest.model_validate(await read_json_object(request))

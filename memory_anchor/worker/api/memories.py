@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, UpdateMemoryRequest
+from memory_anchor.schemas.memories import AddMemoryRequest, AddMemoryResponse, SearchRequest, UpdateMemoryRequest
 from memory_anchor.worker.api.freshness import wire_with_freshness
 from memory_anchor.worker.api.middleware import read_json_object
-from memory_anchor.worker.api.openapi import query_object, query_param, request_model
+from memory_anchor.worker.api.openapi import query_object, query_param, request_model, response_model
 from memory_anchor.worker.api.params import actor, as_of_param, branch_param, int_param
 from memory_anchor.worker.memory.memories import MemoryService, filters_from_query
 from memory_anchor.worker.store.present import record_to_wire
@@ -21,6 +21,7 @@ def _service(request: web.Request) -> MemoryService:
 
 @routes.post("/api/v1/memories")
 @request_model(AddMemoryRequest)
+@response_model(AddMemoryResponse)
 async def add_memory(request: web.Request) -> web.Response:
     """Add memories from `messages` or `content`; `infer: false` stores them as given."""
     body = AddMemoryRequest.model_validate(await read_json_object(request))

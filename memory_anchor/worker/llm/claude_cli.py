@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_anchor.hookkit.entry import SPAWNED_ENV
+from memory_anchor.worker.llm.completion import Completion
 
 # Seconds a `claude` process may take to start and load the login, on top of the
 # call's own timeout (it starts in ~1 s; a cold disk or a slow apiKeyHelper is slower).
@@ -82,15 +83,6 @@ class CliCallError(Exception):
         self.retryable = retryable
         self.status = status
         self.logged_out = logged_out
-
-
-@dataclass(frozen=True)
-class CliReply:
-    text: str
-    input_tokens: int
-    output_tokens: int
-    stop_reason: str | None
-    model: str | None
 
 
 @dataclass(frozen=True)
@@ -224,7 +216,7 @@ def find(configured: str = "", *, env: dict[str, str] | None = None) -> CliStatu
 def complete(
     path: str, system: str, prompt: str, *, model: str, max_tokens: int, timeout: float,
     env: dict[str, str] | None = None,
-) -> CliReply:  # fmt: skip
+) -> Completion:  # fmt: skip
     """One completion through `claude -p`; raises CliCallError. Waits for any call already running."""
     budget = timeout + STARTUP_ALLOWANCE_SECONDS
     if not _CALL_LOCK.acquire(timeout=budget):
@@ -250,7 +242,7 @@ def command(path: str, system: str, model: str) -> list[str]:
 
 def _run(
     path: str, system: str, prompt: str, *, model: str, max_tokens: int, timeout: float, env: dict[str, str] | None
-) -> CliReply:
+) -> Completion:
     environment = child_env(env)
     environment["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
     # A neutral working directory: the child must not pick up a project's settings.
@@ -268,7 +260,7 @@ def _run(
         _kill_group(process)
         process.communicate()
         raise CliCallError(f"timed out after {timeout:.0f}s (claude -p killed)", retryable=True) from None
-    return parse_result(stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"), process.returncode)
+    return parse_result(stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"), process.returncode, model)
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -282,8 +274,10 @@ def _kill_group(process: subprocess.Popen) -> None:
         pass
 
 
-def parse_result(stdout: str, stderr: str, returncode: int | None) -> CliReply:
-    """The reply in `--output-format json` output, or CliCallError saying what went wrong."""
+def parse_result(stdout: str, stderr: str, returncode: int | None, requested_model: str = "") -> Completion:
+    """The reply in `--output-format json` output, or CliCallError saying what went wrong.
+
+    The model is the one the CLI says answered, else the one asked for."""
     result = _last_json_object(stdout)
     if result is None:
         tail = (stderr.strip() or stdout.strip())[-300:] or "no output"
@@ -307,12 +301,12 @@ def parse_result(stdout: str, stderr: str, returncode: int | None) -> CliReply:
         int(usage.get(key) or 0) for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
     models = result.get("modelUsage") if isinstance(result.get("modelUsage"), dict) else {}
-    return CliReply(
+    return Completion(
         text=str(result.get("result") or ""),
         input_tokens=input_tokens,
         output_tokens=int(usage.get("output_tokens") or 0),
         stop_reason=result.get("stop_reason"),
-        model=next(iter(models), None),
+        model=next(iter(models), None) or requested_model,
     )
 
 

@@ -30,7 +30,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -42,6 +41,7 @@ if TYPE_CHECKING:  # the SDK costs ~45 MB: imported only once a key makes Claude
 from memory_anchor.schemas.settings import Settings
 from memory_anchor.worker.llm import claude_cli
 from memory_anchor.worker.llm.claude_cli import CliStatus
+from memory_anchor.worker.llm.completion import Completion
 from memory_anchor.worker.llm.route import CLI, LOCAL, Route, choose_route
 from memory_anchor.worker.store import llm_usage
 from memory_anchor.worker.store.db import Database
@@ -74,15 +74,6 @@ class LLMReplyError(LLMError):
     def __init__(self, message: str, reply: str = ""):
         super().__init__(message, retryable=False)
         self.reply = reply
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    input_tokens: int
-    output_tokens: int
-    stop_reason: str | None
-    model: str
 
 
 class _Transient(Exception):
@@ -257,7 +248,7 @@ class ClaudeClient:
         """One attempt through the user's Claude Code login (`claude -p`, memory_anchor/worker/llm/claude_cli.py)."""
         assert route.cli is not None
         try:
-            reply = claude_cli.complete(
+            return claude_cli.complete(
                 route.cli.path, system, prompt, model=self.model, max_tokens=max_tokens,
                 timeout=self.settings.llm_timeout_seconds,
             )  # fmt: skip
@@ -269,13 +260,6 @@ class ClaudeClient:
                 raise _Transient(f"claude -p: {exc}") from exc
             hint = " (check the Claude Code login: `claude auth status`)" if exc.status in (401, 403) else ""
             raise LLMError(f"Claude Code rejected the request: {exc}{hint}") from exc
-        return Completion(
-            text=reply.text,
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            stop_reason=reply.stop_reason,
-            model=reply.model or self.model,
-        )
 
     def complete_json(self, system: str, prompt: str, max_tokens: int = 2048) -> Any:
         """Ask for JSON and parse the reply; `LLMReplyError` when it is not JSON."""
