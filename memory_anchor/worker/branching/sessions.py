@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memory_anchor.core.safe_read import read_start
 from memory_anchor.worker.branching.branches import branch_exists, ensure_branch
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, ensure_writable, validate_branch_name
 
@@ -175,10 +176,8 @@ def detect_fork(conn: sqlite3.Connection, session_id: str, payload: dict[str, An
 
 
 def _other_session_in_transcript(path: Path, session_id: str) -> str | None:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(TRANSCRIPT_SCAN_BYTES)
-    except OSError:
+    head = read_start(str(path), TRANSCRIPT_SCAN_BYTES)  # a FIFO named as the transcript is not waited on
+    if head is None:
         return None
     for line in head.splitlines():
         try:

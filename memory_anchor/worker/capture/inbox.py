@@ -185,26 +185,22 @@ class Inbox:
 
     def defer(self, event: InboxEvent, error: str, delay: float) -> None:
         """Leave the event pending and try again after `delay` (a failed Claude call)."""
+        from memory_anchor.worker.store.quarantine import Tries
+
         with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE inbox SET next_attempt = ?, error = ? WHERE id = ?",
-                (time.time() + delay, error[:2000], event.id),
-            )
+            Tries.deferred(conn, event.id, error, delay)
 
     def fail(self, event: InboxEvent, error: str) -> bool:
         """Count a processing error: retry after a backoff, or park the event in quarantine
         after QUARANTINE_AFTER tries (kept, not lost). True when it was quarantined."""
-        from memory_anchor.worker.store.quarantine import QUARANTINE_AFTER, Quarantine
+        from memory_anchor.worker.store.quarantine import QUARANTINE_AFTER, Quarantine, Tries
 
         attempts = event.attempts + 1
         with self.db.transaction() as conn:
             if attempts >= QUARANTINE_AFTER:
                 Quarantine.park_event(conn, event.id, event.event, event.session_id, error, attempts)
                 return True
-            conn.execute(
-                "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ? WHERE id = ?",
-                (attempts, error[:2000], time.time() + min(60.0, 2.0**attempts), event.id),
-            )
+            Tries.failed(conn, event.id, attempts, error)
         return False
 
     def captured_sessions(self, session_ids: list[str]) -> set[str]:

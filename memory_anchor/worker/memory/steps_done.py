@@ -134,9 +134,14 @@ def closed_by_commit(item: dict[str, Any]) -> dict[str, str] | None:
 def repository_of(conn, project: str) -> Repo | None:
     """The repository of a project here: its name when that is a path (one machine), else the one of
     the last session's directory in it (a team names projects by their remote)."""
+    return repo_for(project, last_cwd(conn, project))
+
+
+def last_cwd(conn, project: str) -> str | None:
+    """The directory of the project's last session."""
     row = conn.execute("SELECT cwd FROM sessions WHERE project = ? AND cwd IS NOT NULL ORDER BY last_seen_at DESC LIMIT 1",
                        (project,)).fetchone()  # fmt: skip
-    return repo_for(project, row["cwd"] if row else None)
+    return row["cwd"] if row else None
 
 
 class StepsDoneByCommits:
