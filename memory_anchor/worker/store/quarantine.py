@@ -50,8 +50,8 @@ class Tries:
         if not ids:
             return
         with self.db.transaction() as conn:
-            conn.executemany("UPDATE inbox SET claimed_by = ? WHERE id = ? AND status = 'pending'",
-                             [(self.run_id, i) for i in ids])  # fmt: skip
+            conn.execute(f"UPDATE inbox SET claimed_by = ? WHERE status = 'pending' AND id IN ({','.join('?' * len(ids))})",
+                         (self.run_id, *ids))  # fmt: skip
 
     def release(self, ids: list[int]) -> None:
         """Unmark events this run left pending without trying them to the end (the store went away,
