@@ -232,11 +232,12 @@ def test_an_event_the_worker_dies_on_is_quarantined_after_its_tries_and_never_ho
         worker.post("/api/v1/events", tool_use_event("poisoned", 0, output="HANGS-FOREVER"), expect=202)
         for start in range(1, QUARANTINE_AFTER + 1):
             wait_for(lambda: _hang_requests(fake_anthropic) >= start, timeout=60, what=f"try {start} of the poisoned event")
+            # another project's event waits behind the stuck one...
+            worker.post("/api/v1/events", tool_use_event(f"after-{start}", 0, cwd=f"/tmp/other-{start}"), expect=202)
             worker.process.kill()  # kill -9 mid-event, as a user does with a worker that is stuck
             worker.process.wait()
             worker = start_worker(data_dir, env=env)
-            # the next run counted that try: other sessions' events flow before the poisoned one is tried again
-            worker.post("/api/v1/events", tool_use_event(f"after-{start}", 0), expect=202)
+            # ...and flows after the restart: the next run counted that try, and tries the poisoned event later, alone
             wait_for(lambda: worker.get(f"/api/v1/observations?session_id=after-{start}")["total"] == 1, timeout=60,
                      what=f"events flow after restart {start}")  # fmt: skip
         wait_for(lambda: worker.get("/api/v1/inbox")["counts"].get("quarantined") == 1, timeout=30, what="quarantined")
