@@ -51,7 +51,7 @@ def acquire_lock(data_dir: Path):
     """Hold the data dir's lock for the life of this process, or raise AlreadyRunning."""
     import fcntl
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     handle = open(paths.lock_path(data_dir), "a+")
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -141,9 +141,9 @@ def start_background(data_dir: Path, *, wait: float = 30.0, python: str | None =
     existing = running_worker(data_dir)
     if existing:
         return existing
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_file = paths.log_path(data_dir)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = {**os.environ, "MEMORY_ANCHOR_DATA_DIR": str(data_dir)}
     with open(log_file.with_name("worker.stderr.log"), "ab") as err:
         process = subprocess.Popen(

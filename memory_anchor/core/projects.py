@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import os
 
+from memory_anchor.core.safe_read import read_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+
+# A `.git` file, `commondir` or config larger than these is not a repository's: it is not read.
+MAX_POINTER_BYTES = 64 * 1024
+MAX_CONFIG_BYTES = 1024 * 1024
 
 # How projects are named. One machine: by the git root's path. A team database: by the
 # repository's `origin` remote (host/owner/name), the one name every developer's clone shares
@@ -68,29 +74,31 @@ def git_dirs(root: str) -> tuple[str, str] | None:
     dot_git = os.path.join(root, ".git")
     if os.path.isdir(dot_git):
         return dot_git, dot_git
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline().strip()
-    except OSError:
-        return None
+    # A FIFO or a device named `.git` is read as nothing (safe_read.py): never a wait, never a flood.
+    text = read_text(dot_git, MAX_POINTER_BYTES)
+    first = text.splitlines()[0].strip() if text else ""
     if not first.startswith("gitdir:"):
         return None
-    git_dir = os.path.normpath(os.path.join(root, first[len("gitdir:"):].strip()))
     try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="replace") as handle:
-            return git_dir, os.path.normpath(os.path.join(git_dir, handle.read().strip()))
-    except OSError:
+        git_dir = os.path.normpath(os.path.join(root, first[len("gitdir:"):].strip()))
+    except ValueError:  # a NUL byte
+        return None
+    common = read_text(os.path.join(git_dir, "commondir"), MAX_POINTER_BYTES)
+    if common is None:
         return git_dir, git_dir  # a submodule's git dir holds its own config
+    try:
+        return git_dir, os.path.normpath(os.path.join(git_dir, common.splitlines()[0].strip()))
+    except ValueError:
+        return None
 
 
 def _origin_url(config_path: str | None) -> str | None:
     if config_path is None:
         return None
-    try:
-        with open(config_path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
+    text = read_text(config_path, MAX_CONFIG_BYTES)
+    if text is None:
         return None
+    lines = text.splitlines()
     in_origin = False
     for line in lines:
         line = line.strip()

@@ -175,7 +175,7 @@ def main(argv: list[str]) -> int:
         print("usage: python3 -m memory_anchor.hookkit.bootstrap <plugin root> <data dir>", file=sys.stderr)
         return 2
     plugin_root, data_dir = (os.path.abspath(a) for a in argv)
-    os.makedirs(data_dir, exist_ok=True)
+    os.makedirs(data_dir, 0o700, exist_ok=True)
     import fcntl
 
     lock_fd = os.open(paths.data_file(paths.BOOTSTRAP_LOCK, data_dir), os.O_RDWR | os.O_CREAT, 0o600)

@@ -84,7 +84,7 @@ def _spawn_detached(argv: list[str], env: dict[str, str], cwd: str, log_file: st
     """
     import subprocess
 
-    os.makedirs(os.path.dirname(log_file), exist_ok=True)
+    os.makedirs(os.path.dirname(log_file), 0o700, exist_ok=True)
     with open(log_file, "ab") as log:
         kwargs = {"start_new_session": True} if os.name == "posix" else {
             "creationflags": getattr(subprocess, "DETACHED_PROCESS", 0)

@@ -49,7 +49,7 @@ def log(data_dir: str, event: str, message: str) -> None:
     """Append one line to hooks.log; a hook that cannot even log stays silent."""
     try:
         logs = os.path.join(data_dir, paths.LOGS)
-        os.makedirs(logs, exist_ok=True)
+        os.makedirs(logs, 0o700, exist_ok=True)
         line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {event} pid={os.getpid()}: {message}\n"
         fd = os.open(os.path.join(logs, paths.HOOKS_LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -76,7 +76,7 @@ def append(spool_file: str, line: bytes, cap: int | None = None) -> int:
     """
     directory = os.path.dirname(spool_file)
     if directory:
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(directory, 0o700, exist_ok=True)
     lock_fd = _lock(spool_file, shared=True) if cap is not None else None
     try:
         fd = os.open(spool_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -8,6 +8,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from memory_anchor.schemas.codebase import Freshness
 
+# A session id as the API takes it in a path (`/api/v1/sessions/{session_id}/...`): Claude Code's
+# are UUIDs; anything up to this long without control characters (a NUL, a newline) is served.
+SESSION_ID_MAX_CHARS = 200
+SESSION_ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+
 
 class RecordOut(BaseModel):
     """One version of any record (memory, observation, prompt, summary, fact, ...)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from aiohttp import web
 
 from memory_anchor.core import paths
+from memory_anchor.core.private import make_private, private_umask
 from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
 from memory_anchor.core.version import __version__
 from memory_anchor.schemas.settings import SettingsError, load_settings
@@ -158,6 +159,7 @@ async def _warm_up(services: Services) -> None:
 
 def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
     data_dir = Path(data_dir or paths.data_dir())
+    private_umask()  # what the worker, SQLite and Chroma create from here on is the user's alone
     heap.configure_malloc()  # before any thread starts
     heap.clear_reused_memory()  # before any request: no secret left in freed memory reaches a file
     try:
@@ -171,7 +173,10 @@ def run_worker(data_dir: Path | None = None, *, port: int | None = None) -> int:
         print(f"memory-anchor: {exc}", flush=True)
         lock.close()
         return 2
+    tightened = make_private(data_dir)  # what an earlier version left readable by other users
     setup_logging(paths.log_path(data_dir), settings.log_level)
+    if tightened:
+        log.info("made %d files and folders of %s private to their user", tightened, data_dir)
     token = secrets.token_urlsafe(32)
     services = Services(data_dir, settings, token)
     recovered = services.inbox.recover_claimed_spools(paths.spool_path(data_dir))

@@ -26,7 +26,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup_logging(path: Path, level: str = "INFO") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     handler = logging.handlers.RotatingFileHandler(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()

@@ -24,7 +24,7 @@ from memory_anchor.schemas.branches import (
 )
 from memory_anchor.worker.api.middleware import read_json_object
 from memory_anchor.worker.api.openapi import query_param, request_model
-from memory_anchor.worker.api.params import actor, int_param
+from memory_anchor.worker.api.params import actor, int_param, session_path
 from memory_anchor.worker.api.waiting import wait_while
 from memory_anchor.worker.branching.service import BranchService
 from memory_anchor.worker.store.records import MAIN, RecordError
@@ -143,7 +143,7 @@ async def get_merge(request: web.Request) -> web.Response:
 @routes.get("/api/v1/sessions/{session_id}/branch")
 async def session_branch(request: web.Request) -> web.Response:
     """The branch a session writes to, and what chose it (switch|env|fork|default)."""
-    return web.json_response(await _run(request, _service(request).session_branch, request.match_info["session_id"]))
+    return web.json_response(await _run(request, _service(request).session_branch, session_path(request)))
 
 
 @routes.post("/api/v1/sessions/{session_id}/fork")
@@ -156,6 +156,7 @@ async def fork_session(request: web.Request) -> web.Response:
     this request are processed, so the fork sees all its parent did; that wait is bounded
     (FORK_WAIT), and costs one inbox query when nothing of the parent is pending.
     """
+    session_id = session_path(request)
     body = SessionFork.model_validate(await read_json_object(request))
     services = request.app["services"]
     forked_at = time.time()
@@ -166,9 +167,9 @@ async def fork_session(request: web.Request) -> web.Response:
             pipeline.wake()
         if not await wait_while(parent_busy, FORK_WAIT):
             log.warning("session %s forks %s before the parent's last events were processed (%.1f s): its branch "
-                        "starts without them", request.match_info["session_id"], body.parent_session_id, FORK_WAIT)  # fmt: skip
+                        "starts without them", session_id, body.parent_session_id, FORK_WAIT)  # fmt: skip
     return web.json_response(
-        await _run(request, _service(request).fork_session, request.match_info["session_id"], body.parent_session_id)
+        await _run(request, _service(request).fork_session, session_id, body.parent_session_id)
     )
 
 

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 PUBLIC_PATHS = {"/api/health", "/"}
 TOKEN_COOKIE = "memory_anchor_token"
 AUTH_SCHEMES = ("bearer", "token")
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 def error_response(status: int, code: str, message: str, *, headers: dict[str, str] | None = None) -> web.Response:
@@ -34,7 +35,12 @@ async def auth_middleware(request: web.Request, handler):
     scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
     # mem0's MemoryClient sends `Token <key>`; everything else here sends `Bearer <token>`.
     supplied = credentials.strip() if scheme.lower() in AUTH_SCHEMES else ""
+    by_cookie = not supplied and bool(request.cookies.get(TOKEN_COOKIE))
     supplied = supplied or request.cookies.get(TOKEN_COOKIE, "")
+    if by_cookie and request.method not in SAFE_METHODS and "Origin" not in request.headers:
+        # The cookie is the viewer's: its page's writes carry their Origin (checked in hosts.py); a
+        # write that carries the cookie but no Origin comes from a browser that hides where it was made.
+        return error_response(403, "invalid_origin", "a write authenticated by the viewer's cookie must come from the viewer")
     if not supplied:
         return error_response(401, "missing_token", "send `Authorization: Bearer <token>` (see worker.json)")
     if not hmac.compare_digest(supplied.encode(), expected.encode()):

@@ -23,6 +23,7 @@ from aiohttp import web
 
 from memory_anchor.core.version import __version__
 from memory_anchor.schemas.branches import NAME_SCHEMA
+from memory_anchor.schemas.common import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from memory_anchor.schemas.corrections import FACT_ID_PATTERN
 from memory_anchor.schemas.errors import ErrorResponse
 from memory_anchor.schemas.filters import COMPONENT_MARKER, FILTER_DEFS
@@ -42,6 +43,7 @@ PATH_PARAMS: dict[str, dict[str, Any]] = {
     "step_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "fact_ref": {"type": "string", "pattern": FACT_ID_PATTERN},  # a fact's id or its first characters
     "entity_type": {"type": "string", "enum": ["user", "agent", "app", "run"]},
+    "session_id": {"type": "string", "minLength": 1, "maxLength": SESSION_ID_MAX_CHARS, "pattern": SESSION_ID_PATTERN},
 }
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from aiohttp import web
 
+from memory_anchor.schemas.common import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from memory_anchor.schemas.events import BRANCH_HEADER
 from memory_anchor.worker.store.records import MAIN, RecordError
 
@@ -30,6 +33,21 @@ def int_path(request: web.Request, name: str, what: str) -> int:
         raise RecordError(f"{what} must be an integer")
     if not 0 <= value < 2**63:
         raise RecordError(f"{what} must be between 0 and {2**63 - 1}")
+    return value
+
+
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
+
+
+def session_path(request: web.Request) -> str:
+    """The session id in the path; 422 when it is longer than any session's or holds control characters."""
+    value = request.match_info["session_id"]
+    if len(value) > SESSION_ID_MAX_CHARS:
+        raise RecordError(f"session_id is {len(value)} characters long; at most {SESSION_ID_MAX_CHARS} are accepted",
+                          code="invalid_session_id", status=422)  # fmt: skip
+    if not _SESSION_ID.match(value):
+        raise RecordError("session_id must not be empty nor hold control characters (a NUL, a newline)",
+                          code="invalid_session_id", status=422)  # fmt: skip
     return value
 
 

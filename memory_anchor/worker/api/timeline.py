@@ -7,7 +7,7 @@ from aiohttp import web
 from memory_anchor.worker.api.middleware import read_json_object
 from memory_anchor.schemas.observations import ObservationsBatch, WriteObservationRequest
 from memory_anchor.worker.api.openapi import request_model
-from memory_anchor.worker.api.params import actor, as_of_param, branch_param, int_param
+from memory_anchor.worker.api.params import actor, as_of_param, branch_param, int_param, session_path
 from memory_anchor.worker.capture.timeline import TIMELINE_KINDS, Timeline
 from memory_anchor.worker.pipeline import observations
 from memory_anchor.worker.store.iso import iso_fields
@@ -116,5 +116,5 @@ async def list_sessions(request: web.Request) -> web.Response:
 @routes.get("/api/v1/sessions/{session_id}")
 async def get_session(request: web.Request) -> web.Response:
     services = request.app["services"]
-    row = await services.run(Timeline(services.db).session, request.match_info["session_id"])
+    row = await services.run(Timeline(services.db).session, session_path(request))
     return web.json_response(iso_fields(row))

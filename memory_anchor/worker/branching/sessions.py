@@ -21,12 +21,14 @@ to `sessions.branch`, which the pipeline reads when it writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from memory_anchor.core.safe_read import read_start
 from memory_anchor.worker.store.branches import branch_exists, ensure_branch
 from memory_anchor.worker.store.sessions import branch_choice, choose_branch, move_session
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, ensure_writable, validate_branch_name
@@ -34,6 +36,9 @@ from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, ensu
 log = logging.getLogger(__name__)
 
 FORK_PREFIX = "fork/"
+# A fork branch's name after its prefix: what a branch name allows (100) less the prefix, with room.
+FORK_ID_CHARS = 90
+FORK_HASH_CHARS = 12
 # Read at most this much of a transcript to find the parent of a forked session.
 TRANSCRIPT_SCAN_BYTES = 256 * 1024
 
@@ -148,9 +153,17 @@ def switch_session_branch(
 
 def fork_branch_name(session_id: str) -> str:
     """`fork/<session id>` kept to what a branch name allows: ASCII letters and digits (str.isalnum
-    also takes 'ü'), '.', '_' and '-', never '..' (schemathesis sent a fork of session 'ú×üü𷙍')."""
+    also takes 'ü'), '.', '_' and '-', never '..' (schemathesis sent a fork of session 'ú×üü𷙍').
+
+    When that changes the id (`col:1` and `col/1` both read `col-1`) or cuts it (two long ids that
+    share their first FORK_ID_CHARS), a short hash of the whole id follows, so distinct sessions
+    never share a fork branch. A Claude Code session id (a UUID) is kept as it is."""
     kept = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "-" for ch in session_id)
-    return FORK_PREFIX + kept.replace("..", "--")[:90]
+    kept = kept.replace("..", "--")
+    if kept == session_id and len(kept) <= FORK_ID_CHARS:
+        return FORK_PREFIX + kept
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:FORK_HASH_CHARS]
+    return f"{FORK_PREFIX}{kept[:FORK_ID_CHARS - FORK_HASH_CHARS - 1]}-{digest}"
 
 
 def detect_fork(conn: sqlite3.Connection, session_id: str, payload: dict[str, Any]) -> str | None:
@@ -174,10 +187,8 @@ def detect_fork(conn: sqlite3.Connection, session_id: str, payload: dict[str, An
 
 
 def _other_session_in_transcript(path: Path, session_id: str) -> str | None:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(TRANSCRIPT_SCAN_BYTES)
-    except OSError:
+    head = read_start(str(path), TRANSCRIPT_SCAN_BYTES)  # a FIFO named as the transcript is not waited on
+    if head is None:
         return None
     for line in head.splitlines():
         try:

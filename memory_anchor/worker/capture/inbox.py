@@ -174,20 +174,22 @@ class Inbox:
 
     def defer(self, event: InboxEvent, error: str, delay: float) -> None:
         """Leave the event pending and try again after `delay` (a failed Claude call)."""
+        from memory_anchor.worker.store.quarantine import Tries
+
         with self.db.transaction() as conn:
-            store_inbox.retry_later(conn, event.id, error, time.time() + delay)
+            Tries.deferred(conn, event.id, error, delay)
 
     def fail(self, event: InboxEvent, error: str) -> bool:
         """Count a processing error: retry after a backoff, or park the event in quarantine
         after QUARANTINE_AFTER tries (kept, not lost). True when it was quarantined."""
-        from memory_anchor.worker.store.quarantine import QUARANTINE_AFTER, Quarantine
+        from memory_anchor.worker.store.quarantine import QUARANTINE_AFTER, Quarantine, Tries
 
         attempts = event.attempts + 1
         with self.db.transaction() as conn:
             if attempts >= QUARANTINE_AFTER:
                 Quarantine.park_event(conn, event.id, event.event, event.session_id, error, attempts)
                 return True
-            store_inbox.retry_later(conn, event.id, error, time.time() + min(60.0, 2.0**attempts), attempts)
+            Tries.failed(conn, event.id, attempts, error)
         return False
 
     def captured_sessions(self, session_ids: list[str]) -> set[str]:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from memory_anchor.core.safe_read import open_regular
 from memory_anchor.worker.capture.redact import sanitize
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024  # read at most the last 8 MB of a long session
@@ -100,7 +101,8 @@ class Turn:
 def read_entries(path: str | os.PathLike[str], *, max_bytes: int | None = DEFAULT_MAX_BYTES) -> list[dict[str, Any]]:
     """The JSON objects of a transcript, in file order (the last `max_bytes`; None: all of it)."""
     try:
-        with open(path, "rb") as handle:
+        # A FIFO or a device named as the transcript is refused, never waited on (safe_read.py).
+        with open(open_regular(os.fspath(path), None), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             start = 0 if max_bytes is None else max(0, size - max_bytes)
             handle.seek(start)

@@ -22,6 +22,7 @@ from stat import S_ISREG
 from dataclasses import dataclass, field
 
 from memory_anchor.core.projects import git_dirs
+from memory_anchor.core.safe_read import open_regular, read_regular, read_text
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,9 @@ GIT_TIMEOUT = 5.0
 MAX_COMMITS = 2000
 # Files larger than this are not hashed: a memory about them is "unknown", never a slow SessionStart.
 MAX_FILE_BYTES = 8 * 1024 * 1024
+# A loose ref or HEAD is one line; `packed-refs` of the largest public repositories is a few MB.
+MAX_REF_BYTES = 4096
+MAX_PACKED_REFS_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -111,15 +115,44 @@ def head(repo: Repo | None) -> str | None:
         if not text.startswith("ref:"):
             return text if _is_sha(text) else None
         name = text[4:].strip()
-        text = _read(os.path.join(repo.git_dir, name)) or _read(os.path.join(repo.common_dir, name))
+        if not is_ref_name(name):  # `ref: ../../secret` or `ref: /dev/zero` names no ref of this repository
+            return None
+        text = _read_ref(repo.git_dir, name) or _read_ref(repo.common_dir, name)
         if text is None:
             text = _packed_ref(repo.common_dir, name)
     return None
 
 
+def is_ref_name(name: str) -> bool:
+    """A name git could have written in a symbolic ref: `refs/...` (or a top-level one such as
+    `HEAD`), relative, without `..`, empty or hidden parts, or characters git refuses."""
+    if not name or len(name) > 1024 or name.startswith("/") or name.endswith((".", "/", ".lock")):
+        return False
+    if any(ord(c) < 0x20 or c in ' ~^:?*[\\\x7f' for c in name) or "@{" in name:
+        return False
+    parts = name.split("/")
+    if any(not part or part.startswith(".") for part in parts):
+        return False
+    return parts[0] == "refs" or (len(parts) == 1 and name.isupper())
+
+
+def _read_ref(git_dir: str, name: str) -> str | None:
+    """A loose ref's text, when the file is inside `git_dir` once symlinks are resolved."""
+    path = os.path.join(git_dir, name)
+    try:
+        inside = os.path.realpath(path).startswith(os.path.realpath(git_dir) + os.sep)
+    except (OSError, ValueError):
+        return None
+    return _read(path) if inside else None
+
+
 def _packed_ref(common_dir: str, name: str) -> str | None:
     try:
-        with open(os.path.join(common_dir, "packed-refs"), encoding="utf-8", errors="replace") as handle:
+        fd = open_regular(os.path.join(common_dir, "packed-refs"), MAX_PACKED_REFS_BYTES)
+    except (OSError, ValueError):
+        return None
+    try:
+        with open(fd, encoding="utf-8", errors="replace", closefd=True) as handle:
             for line in handle:
                 sha, _, ref = line.strip().partition(" ")
                 if ref == name and _is_sha(sha):
@@ -130,11 +163,7 @@ def _packed_ref(common_dir: str, name: str) -> str | None:
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
+    return read_text(path, MAX_REF_BYTES)
 
 
 def _is_sha(text: str) -> bool:
@@ -149,14 +178,10 @@ def blob_id(content: bytes) -> str:
 
 
 def read_file(repo: Repo, rel: str) -> bytes | None:
-    """A file's bytes in the work tree, or None when it is absent, a directory or too large."""
+    """A file's bytes in the work tree, or None when it is absent, not a regular file or too large."""
     try:
-        path = repo.absolute(rel)
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as handle:
-            return handle.read()
-    except (OSError, ValueError):
+        return read_regular(repo.absolute(rel), MAX_FILE_BYTES)
+    except ValueError:
         return None
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from memory_anchor.schemas.codebase import STALE_STATES
 from memory_anchor.schemas.verify import CheckedMemory, StepDone, VerifyReport
-from memory_anchor.worker.codebase.git import git_available, head
-from memory_anchor.worker.memory.steps_done import repository_of
+from memory_anchor.worker.codebase.git import git_available
+from memory_anchor.worker.memory.steps_done import last_cwd
 from memory_anchor.worker.memory.text import clip, one_line
 from memory_anchor.worker.store.records import MAIN, Records, iso, resolve_view
 
@@ -38,8 +38,8 @@ class Verification:
     def verify(self, project: str, *, cwd: str | None = None, branch: str | None = None, fix: bool = False,
                include_fresh: bool = False) -> VerifyReport:  # fmt: skip
         conn = self.db.reader()
-        repo = self.codebase.repo(project, cwd) or repository_of(conn, project)
-        report = VerifyReport(project=project, repository=repo.root if repo else None, head=head(repo) if repo else None)
+        repo = self.codebase.repo(project, cwd) or self.codebase.repo(project, last_cwd(conn, project))
+        report = VerifyReport(project=project, repository=repo.root if repo else None, head=self.codebase.head(repo))
         if repo is None:
             report.why_unknown = "the project is not in a git repository here"
             return report
@@ -54,7 +54,7 @@ class Verification:
             page, _ = Records.query(conn, view, filters={"project": project, "kind": KINDS}, order="seq ASC",
                                     limit=PAGE, offset=offset)  # fmt: skip
             offset += len(page)
-            found = self.codebase.checker.check_records(page, repo)
+            found = self.codebase.check_records(page, repo)
             for record in page:
                 freshness = found.get(record["id"])
                 if freshness is None:

@@ -10,6 +10,12 @@ nothing twice: processed once either way.
 
 While the team database is unreachable, events wait in the inbox: that is not
 a failure of the event, so it is neither counted nor quarantined.
+
+A batch's events are marked as this run's before they are processed (one commit),
+so a worker killed, crashed or stopped by hand while stuck on an event counts a
+try of it at its next start, and an event that was tried before is processed
+alone: the one that stops the worker runs out of tries and is quarantined, the
+others flow (memory_anchor/worker/store/quarantine.py, `Tries`).
 Slow work (Claude calls, embedding) happens outside those transactions.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any, Awaitable, Callable
 
@@ -28,6 +35,7 @@ from memory_anchor.worker.index import heap
 from memory_anchor.worker.pipeline.sessions import Sessions
 from memory_anchor.worker.store.db import savepoint
 from memory_anchor.worker.store.errors import StorageUnavailable
+from memory_anchor.worker.store.quarantine import Tries
 from memory_anchor.worker.store.records import Records, written_for
 from memory_anchor.worker.store.sessions import get_session
 
@@ -62,6 +70,8 @@ class Pipeline:
         self._stopping = False
         self._last_capture = 0.0
         self._store_away = False
+        self.tries = Tries(services.capture_db, f"{os.getpid()}@{time.time():.6f}")
+        self._counted_interrupted = False
         # Extra work other modules hook in, run after an event's records are written.
         self.after_event: list[Callable[[str, InboxEvent, dict[str, Any]], None]] = []
 
@@ -160,8 +170,12 @@ class Pipeline:
         if self._store_away:
             log.warning("pipeline resumed: the team store answers again")
             self._store_away = False
-        events = self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH)
+        if not self._counted_interrupted:  # what the last run was processing when it died
+            self.tries.interrupted()
+            self._counted_interrupted = True
+        events = tried_alone(self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH))
         if events:
+            self.tries.begin([e.id for e in events])
             self.process(events)
         return len(events)
 
@@ -205,6 +219,7 @@ class Pipeline:
             except StorageUnavailable as exc:
                 # Not the event's fault: it and the rest of the batch stay pending, uncounted.
                 log.warning("the team database went away (%s); the events wait in the inbox", exc)
+                self.tries.release([e.id for e in events])
                 return
             except Exception as exc:
                 self._failed(event, exc)
@@ -432,6 +447,15 @@ class Pipeline:
 
     def on_pre_compact(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
         return {"transcript_path": event.payload.get("transcript_path")}
+
+
+def tried_alone(events: list[InboxEvent]) -> list[InboxEvent]:
+    """The events to process in one batch: an event tried before (it raised, or the worker
+    stopped while on it) alone, so what it does cannot cost the events beside it a try."""
+    for index, event in enumerate(events):
+        if event.attempts > 0:
+            return events[:index] or [event]
+    return events
 
 
 HANDLERS: dict[str, Callable[..., Any]] = {

@@ -315,6 +315,16 @@ CORE: list[Migration] = [
         CREATE INDEX inbox_by_session ON inbox(session_id);
         """,
     ),
+    (
+        "0007_inbox_claims",
+        """
+        -- The worker run that began processing a pending event, written before it begins:
+        -- a run killed or hung on an event leaves its mark, and the next run counts that try
+        -- (memory_anchor/worker/store/quarantine.py), so an event that kills the worker every
+        -- time is quarantined after a few tries instead of being retried first forever.
+        ALTER TABLE inbox ADD COLUMN claimed_by TEXT;
+        """,
+    ),
 ]
 
 # The memory model's and the branching engine's tables follow.

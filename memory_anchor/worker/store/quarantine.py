@@ -5,6 +5,13 @@ version that could not be embedded that many times, gets a row here with its
 last error, its attempts and when it was parked; the worker log says so once.
 Nothing is deleted: `retry` puts it back in line, `drop` discards it (the user's
 call, through `memory-anchor inbox retry|drop ID` or the viewer).
+
+A try is counted before it is made, not only when it raises: the pipeline marks the
+events it is about to process with its run (`Tries.begin`, one commit per batch), and a
+run that starts finds the marks a dead run left (`Tries.interrupted`): a `kill -9`, a
+crash or a hang the user ended mid-event counts as a failed try of each event it held.
+Those events are then retried one at a time, so the one that stops the worker is the
+only one that runs out of tries.
 """
 
 from __future__ import annotations
@@ -23,13 +30,90 @@ log = logging.getLogger(__name__)
 QUARANTINE_AFTER = 3
 
 
+INTERRUPTED = "the worker stopped while processing this event (killed, crashed or hung)"
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before the next try of an event that failed `attempts` times."""
+    return min(60.0, 2.0**attempts)
+
+
+class Tries:
+    """The durable count of tries of inbox events (see the module docstring)."""
+
+    def __init__(self, db: Database, run_id: str):
+        self.db = db
+        self.run_id = run_id
+
+    def begin(self, ids: list[int]) -> None:
+        """Mark these events as being processed by this run, committed before processing begins."""
+        if not ids:
+            return
+        with self.db.transaction() as conn:
+            conn.execute(f"UPDATE inbox SET claimed_by = ? WHERE status = 'pending' AND id IN ({','.join('?' * len(ids))})",
+                         (self.run_id, *ids))  # fmt: skip
+
+    def release(self, ids: list[int]) -> None:
+        """Unmark events this run left pending without trying them to the end (the store went away,
+        the worker is stopping): not a failure of theirs."""
+        if not ids:
+            return
+        with self.db.transaction() as conn:
+            conn.executemany("UPDATE inbox SET claimed_by = NULL WHERE id = ? AND claimed_by = ?",
+                             [(i, self.run_id) for i in ids])  # fmt: skip
+
+    @staticmethod
+    def failed(conn: sqlite3.Connection, event_id: int, attempts: int, error: str) -> None:
+        """A try that raised: counted, and the next one after a backoff."""
+        conn.execute(
+            "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ?, claimed_by = NULL WHERE id = ?",
+            (attempts, error[:2000], time.time() + backoff(attempts), event_id),
+        )
+
+    @staticmethod
+    def deferred(conn: sqlite3.Connection, event_id: int, error: str, delay: float) -> None:
+        """A try put off (Claude unavailable): not counted, the next one after `delay`."""
+        conn.execute(
+            "UPDATE inbox SET next_attempt = ?, error = ?, claimed_by = NULL WHERE id = ?",
+            (time.time() + delay, error[:2000], event_id),
+        )
+
+    def interrupted(self) -> tuple[int, int]:
+        """Count a failed try for each pending event an earlier run began and never finished; park
+        those out of tries. Returns (counted, quarantined)."""
+        counted = parked = 0
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                """SELECT id, event, session_id, attempts FROM inbox
+                   WHERE status = 'pending' AND claimed_by IS NOT NULL AND claimed_by != ?""",
+                (self.run_id,),
+            ).fetchall()
+            now = time.time()
+            for row in rows:
+                attempts = int(row["attempts"]) + 1
+                counted += 1
+                if attempts >= QUARANTINE_AFTER:
+                    Quarantine.park_event(conn, row["id"], row["event"], row["session_id"], INTERRUPTED, attempts)
+                    parked += 1
+                else:
+                    conn.execute(
+                        "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ?, claimed_by = NULL WHERE id = ?",
+                        (attempts, INTERRUPTED, now + backoff(attempts), row["id"]),
+                    )
+        if counted:
+            log.warning("%d event(s) were being processed when the worker last stopped: each counted as a failed try "
+                        "(%d quarantined); they are retried one at a time", counted, parked)  # fmt: skip
+        return counted, parked
+
+
 class Quarantine:
     def __init__(self, db: Database):
         self.db = db
 
     @staticmethod
     def park_event(conn: sqlite3.Connection, inbox_id: int, event: str, session_id: str | None, error: str, attempts: int) -> None:
-        conn.execute("UPDATE inbox SET status = 'quarantined', attempts = ?, error = ? WHERE id = ?", (attempts, error[:2000], inbox_id))
+        conn.execute("UPDATE inbox SET status = 'quarantined', attempts = ?, error = ?, claimed_by = NULL WHERE id = ?",
+                     (attempts, error[:2000], inbox_id))  # fmt: skip
         conn.execute(
             """INSERT INTO quarantine(stage, inbox_id, event, session_id, error, attempts, quarantined_at)
                VALUES ('capture', ?, ?, ?, ?, ?, ?)""",
@@ -74,7 +158,8 @@ class Quarantine:
             item = self._take(conn, item_id)
             if item["stage"] == "capture":
                 conn.execute(
-                    "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt = 0, error = NULL WHERE id = ?",
+                    "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt = 0, error = NULL, claimed_by = NULL "
+                    "WHERE id = ?",
                     (item["inbox_id"],),
                 )
             else:
