@@ -68,7 +68,8 @@ class CorrectionBy(_Strict):
     reason: str | None = Field(None, max_length=2000, description="Why: what the user said")
     actor: str | None = Field(None, max_length=200, description="The person correcting; default: the worker's OS account")
     agent_id: str | None = Field(None, max_length=200, description="The agent correcting on the user's word")
-    project: str | None = Field(None, description="Where to look up a short fact id (default: every project)")
+    project: str | None = Field(None, description="The project the item must belong to: where to look up a short fact "
+                                "id, and a next step of another project is not found (default: every project)")
     branch: str | None = None
 
 

@@ -6,8 +6,8 @@ import json
 from typing import Annotated, Any, Literal, Union
 
 from memory_anchor.hookkit import origin
-from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
-from memory_anchor.schemas.common import ID_PATTERN, MAX_SESSION_ID
+from memory_anchor.hookkit.fields import MAX_DEPTH, MAX_SESSION_ID, nesting_depth
+from memory_anchor.schemas.common import ID_PATTERN
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
@@ -35,7 +35,8 @@ AGENT_HEADER = "X-Memory-Anchor-Agent"
 
 
 # A session id names rows, branches and inbox keys: bounded, and without control characters.
-SessionId = Annotated[StrictStr, Field(min_length=1, max_length=MAX_SESSION_ID, pattern=ID_PATTERN)]
+# (memory_anchor/hookkit/fields.py checks the same for the hooks.)
+SessionId = Annotated[StrictStr, Field(max_length=MAX_SESSION_ID, pattern=ID_PATTERN)]
 
 
 class HookEvent(BaseModel):
@@ -154,9 +155,9 @@ def accepted_event(payload: dict[str, Any]) -> dict[str, Any]:
         problems = []
         for error in exc.errors()[:3]:
             field = ".".join(str(part) for part in error["loc"][:1]) or "payload"
-            if error["type"].startswith(("string_too", "string_pattern")):  # the right type, a wrong value
-                problems.append(f"field {field!r} {error['msg'].lower()} (control characters are not allowed)"
-                                if error["type"] == "string_pattern_mismatch" else f"field {field!r}: {error['msg'].lower()}")
+            if error["type"] in ("string_too_long", "string_pattern_mismatch"):  # the right type, a wrong value
+                problems.append(f"field {field!r} " + ("holds a control character" if error["type"] == "string_pattern_mismatch"
+                                                       else f"is longer than {MAX_SESSION_ID} characters"))
             else:
                 problems.append(f"field {field!r} {_expected(model, field)}, got {type(payload.get(field)).__name__}")
         raise EventRefused(f"{name} event refused: " + "; ".join(dict.fromkeys(problems))) from None

@@ -118,7 +118,8 @@ async def forget_next_step(request: web.Request) -> web.Response:
     """Forget an open next step: closed, and the same step restated by a later session stays closed."""
     body = await _body(request, ForgetRequest)
     step = int_path(request, "step_id", "step id")
-    out = await _run(request, _corrections(request).forget_step, step, actor=_actor(request, body), reason=body.reason)
+    out = await _run(request, _corrections(request).forget_step, step, actor=_actor(request, body), reason=body.reason,
+                     project=body.project)  # fmt: skip
     return web.json_response(out)
 
 
@@ -130,7 +131,7 @@ async def edit_next_step(request: web.Request) -> web.Response:
     body = await _body(request, EditRequest)
     step = int_path(request, "step_id", "step id")
     out = await _run(request, _corrections(request).edit_step, step, body.text, actor=_actor(request, body),
-                     reason=body.reason)  # fmt: skip
+                     reason=body.reason, project=body.project)  # fmt: skip
     return web.json_response(out)
 
 

@@ -55,7 +55,8 @@ class Corrections:
             Records.update(conn, fact["id"], branch=branch, actor=actor, reason=f"FORGET: {reason or 'forgotten'}",
                            status="forgotten", data={**fact["data"], "forgotten_at": now()})  # fmt: skip
             entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
-                                          text=fact["text"], action="forget", actor=actor, reason=reason)  # fmt: skip
+                                          text=fact["text"], action="forget", actor=actor, reason=reason,
+                                          branch=branch)  # fmt: skip
             self._settle_decisions(conn, fact["id"], actor, "forgotten", reason)
         return _outcome("fact", fact["id"], "forget", "forgotten", fact["text"], entry)
 
@@ -74,7 +75,8 @@ class Corrections:
             record = self.facts.supersede(conn, fact["id"], new_text, confidence=max(float(fact["confidence"] or 0), FACT_ACCEPT),
                                           actor=actor, reason=f"EDIT: {reason or 'edited'}", branch=branch)  # fmt: skip
             entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
-                                          text=fact["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
+                                          text=fact["text"], action="edit", actor=actor, reason=reason,
+                                          branch=branch)  # fmt: skip
             self._settle_decisions(conn, fact["id"], actor, "edited", reason)
         return {**_outcome("fact", fact["id"], "edit", record["status"], record["text"], entry),
                 "previous_text": fact["text"]}  # fmt: skip
@@ -138,18 +140,21 @@ class Corrections:
 
     # --- next steps -----------------------------------------------------------------------
 
-    def forget_step(self, ref: str | int, *, actor: str, reason: str | None = None) -> dict[str, Any]:
+    def forget_step(self, ref: str | int, *, actor: str, reason: str | None = None,
+                    project: str | None = None) -> dict[str, Any]:  # fmt: skip
         with self.db.transaction() as conn:
-            step = self._open_step(conn, ref)
+            step = self._open_step(conn, ref, project)
             self._close(conn, step["id"], actor, f"forgotten: {reason}" if reason else "forgotten")
             entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
-                                          text=step["text"], action="forget", actor=actor, reason=reason)  # fmt: skip
+                                          text=step["text"], action="forget", actor=actor, reason=reason,
+                                          branch=step["branch"])  # fmt: skip
         return _outcome("next_step", step["id"], "forget", "forgotten", step["text"], entry)
 
-    def edit_step(self, ref: str | int, text: str, *, actor: str, reason: str | None = None) -> dict[str, Any]:
+    def edit_step(self, ref: str | int, text: str, *, actor: str, reason: str | None = None,
+                  project: str | None = None) -> dict[str, Any]:  # fmt: skip
         new_text = self._redact(text.strip())
         with self.db.transaction() as conn:
-            step = self._open_step(conn, ref)
+            step = self._open_step(conn, ref, project)
             if new_text == step["text"]:
                 raise RecordError(f"step {step['id']} already says that", code="nothing_to_change")
             # The new wording is left by the person who wrote it, not by the session: that
@@ -160,7 +165,8 @@ class Corrections:
             ).fetchone()[0]
             self._close(conn, step["id"], actor, f"edited into step {replacement}" + (f": {reason}" if reason else ""))
             entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
-                                          text=step["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
+                                          text=step["text"], action="edit", actor=actor, reason=reason,
+                                          branch=step["branch"])  # fmt: skip
         return {**_outcome("next_step", replacement, "edit", "open", new_text, entry), "previous_text": step["text"],
                 "replaced_by": str(replacement)}  # fmt: skip
 
@@ -177,11 +183,13 @@ class Corrections:
         return [_step(r) for r in rows]
 
     @staticmethod
-    def _open_step(conn, ref: str | int) -> dict[str, Any]:
+    def _open_step(conn, ref: str | int, project: str | None = None) -> dict[str, Any]:
+        """The open step `ref` names; with `project`, only that project's: a session in one
+        project (the MCP tools give theirs) must not close or rewrite another project's steps."""
         number = _step_number(ref)
         row = conn.execute("SELECT * FROM open_items WHERE id = ?", (number,)).fetchone()
-        if row is None:
-            raise NotFound(f"no next step {number}")
+        if row is None or (project is not None and row["project"] != project):
+            raise NotFound(f"no next step {number}" + (f" in {project}" if project is not None else ""))
         step = _step(row)
         if step["closed_at"] is not None:
             why = f" ({step['closed_because']})" if step.get("closed_because") else ""

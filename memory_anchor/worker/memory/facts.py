@@ -143,7 +143,7 @@ class FactStore:
         agent_id = fact.agent_id or DEFAULT_AGENT
         actor = actor or agent_actor(agent_id)
         text = self._redact(fact.text.strip())
-        if not is_human(actor) and (gone := self.forgotten.find(conn, fact.project, "fact", text)):
+        if not is_human(actor) and (gone := self.forgotten.find(conn, fact.project, "fact", text, branch=fact.branch)):
             # A person said it is wrong: no agent, extraction or approval of theirs writes it again.
             return {"status": "forgotten", "record": None, "forgotten_id": gone["id"],
                     "reason": f"forgotten by {gone['actor']} ({gone['action']}): not stored"}  # fmt: skip

@@ -52,7 +52,7 @@ class OpenItems:
         conn.execute("DELETE FROM open_items WHERE session_id = ? AND closed_at IS NULL", (session_id,))
         opened = 0
         for text in dict.fromkeys(t.strip() for t in next_steps if t and t.strip()):
-            if self.forgotten.find(conn, project, "next_step", text):
+            if self.forgotten.find(conn, project, "next_step", text, branch=branch):
                 continue  # a person forgot it (or edited its wording away): restating it does not reopen it
             for earlier in still_open:
                 if text_similarity(text, earlier["text"]) >= SAME_ITEM or covers(earlier["text"], text, at_least=0.8):
