@@ -36,14 +36,16 @@ last-prompt, tools-used, system, file-history-snapshot, ...) is skipped.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from memory_anchor.worker.capture.redact import sanitize
+from memory_anchor.core.redact import sanitize
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024  # read at most the last 8 MB of a long session
 # Blocks Claude Code adds to what the user typed: reminders, and the IDE extension's note of the
@@ -97,10 +99,35 @@ class Turn:
         return self.role == "user" and bool(self.text) and self.agent_id is None
 
 
+def open_regular(path: str | os.PathLike[str]):
+    """`path` opened for reading in binary, if it is a regular file. Opened without blocking and
+    checked on the open descriptor: a FIFO (or a device) named like a transcript would otherwise
+    hang the reader forever. Raises OSError (a directory, a FIFO, a dangling link, a loop)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+            raise OSError(errno.EINVAL, kind)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def parse_line(line: str | bytes) -> Any:
+    """One JSON line, or None when it is not JSON: torn, garbage, or nested too deeply for the parser."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
 def read_entries(path: str | os.PathLike[str], *, max_bytes: int | None = DEFAULT_MAX_BYTES) -> list[dict[str, Any]]:
     """The JSON objects of a transcript, in file order (the last `max_bytes`; None: all of it)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             start = 0 if max_bytes is None else max(0, size - max_bytes)
             handle.seek(start)
@@ -115,10 +142,7 @@ def read_entries(path: str | os.PathLike[str], *, max_bytes: int | None = DEFAUL
         line = line.strip()
         if not line:
             continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a torn line (the file is being written) or garbage
+        entry = parse_line(line)  # None: a torn line (the file is being written) or garbage
         if isinstance(entry, dict):
             entries.append(entry)
     return entries

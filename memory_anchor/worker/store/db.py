@@ -11,9 +11,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from memory_anchor.core.redact import redact_stored
 
 from memory_anchor.worker.store.cjk import SQL_FUNCTION, index_words
 from memory_anchor.worker.store.dialect import SQLITE
@@ -22,14 +25,38 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class Connection(sqlite3.Connection):
-    """A connection that knows when its current write transaction began.
+    """A connection that knows when its current write transaction began, and the storage door.
 
     Records stamp every row a transaction writes with that one time, so a
     timestamp `as_of` always falls between transactions, never inside one.
+    Every text an INSERT or UPDATE writes is redacted here (`stored_params`).
     """
 
     dialect = SQLITE
     transaction_started_at: float | None = None
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+        return super().execute(sql, stored_params(sql, parameters))
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> sqlite3.Cursor:  # type: ignore[override]
+        return super().executemany(sql, [stored_params(sql, p) for p in seq_of_parameters])
+
+
+_WRITES = ("INSERT", "UPDATE", "REPLACE", "UPSERT")
+
+
+def stored_params(sql: str, params: Any) -> Any:
+    """The parameters of a statement, with every text redacted when the statement writes.
+
+    The one place secrets are kept out of storage: whatever a layer above writes (a record's
+    text, data and metadata with their keys, a forget's reason, an actor, a branch's or a
+    snapshot's description, a proposal, an inbox payload) passes here on its way to disk,
+    on both engines (postgres/database.py calls this too). Reads are left alone."""
+    if not params or not sql.lstrip()[:7].upper().startswith(_WRITES):
+        return params
+    if isinstance(params, Mapping):
+        return {k: redact_stored(v) if isinstance(v, str) else v for k, v in params.items()}
+    return [redact_stored(v) if isinstance(v, str) else v for v in params]
 
 
 def connect(path: Path | str) -> Connection:
