@@ -113,3 +113,54 @@ def test_the_mcp_tools_cannot_forget_or_edit_another_projects_next_step(shared_w
     # In its own project the same call works (the scope is the project, not a refusal of steps).
     done = shared_worker.post(f"/api/v1/next-steps/{first}/forget", {"reason": "kept", "project": project_a})
     assert done["status"] == "forgotten"
+
+
+# --- purge --------------------------------------------------------------------------------------
+
+
+def files_holding(data_dir, words: list[bytes]) -> list[str]:
+    """The files under the data dir that hold one of `words` (any case: the keyword index lower-cases)."""
+    found = []
+    for path in sorted(p for p in data_dir.rglob("*") if p.is_file() and p.name != "worker-test.log"):
+        content = path.read_bytes().lower()
+        if any(word in content for word in words):
+            found.append(str(path.relative_to(data_dir)))
+    return found
+
+
+def test_a_purge_erases_the_forgotten_text_from_every_version_the_indexes_the_vectors_and_the_list(worker, tmp_path):
+    import json
+    import subprocess
+
+    project = "/tmp/forget-precisely/purge"
+    words = [b"zebracornquartz", b"zebracornquar"]  # the word, and its stem as the keyword index keeps it
+    fact = add_fact(worker, project, "Deploy previews run on the zebracornquartz cluster")
+    fid = fact_id(fact)
+    worker.post(f"/api/v1/facts/{fid}/edit", {"text": "Deploy previews run on the zebracornquartz cluster in eu-west"})
+    worker.wait_idle()
+    hits = worker.post("/api/v1/memories/search", {"query": "zebracornquartz", "filters": {"project": project}})
+    assert hits["results"], "indexed before the purge"
+    worker.post(f"/api/v1/facts/{fid}/forget", {"reason": "not true"})
+    assert files_holding(worker.data_dir, words)  # forgotten, but its words are still on disk
+
+    env = {**worker.env, "PYTHONPATH": str(ROOT)}
+    cli = lambda *a: subprocess.run([sys.executable, "-m", "memory_anchor.cli.main", "--data-dir", str(worker.data_dir),
+                                     *a], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    listed = json.loads(cli("--json", "forgotten", "--project", project).stdout)
+    assert len(listed) == 2 and {e["action"] for e in listed} == {"edit", "forget"}
+    for entry in listed:
+        done = cli("forgotten", "--purge", str(entry["id"]))
+        assert done.returncode == 0, done.stderr
+        assert "purged #" in done.stdout and "the same words stay out" in done.stdout, done.stdout
+    after = worker.get(f"/api/v1/forgotten?project={project}")["results"]
+    assert all(e["purged"] and e["text"] == "" for e in after)
+    history = worker.get(f"/api/v1/facts/{fid}/history")
+    versions = history["results"] if isinstance(history, dict) else history
+    assert versions and all("zebracorn" not in (v.get("memory") or v.get("text") or "") for v in versions), versions
+    assert worker.post("/api/v1/memories/search", {"query": "zebracornquartz", "filters": {"project": project}})["results"] == []
+    # Still forgotten: the same words stay out.
+    again = add_fact(worker, project, "Deploy previews run on the zebracornquartz cluster in eu-west")
+    assert status_of(again) == "forgotten"
+    assert files_holding(worker.data_dir, words) == []
+    worker.stop()
+    assert files_holding(worker.data_dir, words) == []

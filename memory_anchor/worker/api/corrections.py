@@ -20,6 +20,7 @@ from memory_anchor.schemas.corrections import (
     ForgetRequest,
     ForgottenPage,
     NextStepsPage,
+    PurgeOut,
     item_ref,
 )
 from memory_anchor.schemas.events import AGENT_HEADER
@@ -136,6 +137,24 @@ async def edit_next_step(request: web.Request) -> web.Response:
 
 
 # --- the forgotten list -------------------------------------------------------------------------------
+
+
+@routes.post("/api/v1/forgotten/{forgotten_id}/purge")
+@response_model(PurgeOut)
+async def purge_forgotten(request: web.Request) -> web.Response:
+    """Erase a forgotten wording for good: its text leaves every version of the item, the keyword
+    indexes, the vectors and the forgotten list (a hash of it stays, so the same words stay out).
+
+    On SQLite the freed bytes are zeroed (secure_delete) and the write-ahead log is truncated.
+    A team database refuses (409): its members may not rewrite rows.
+    """
+    services = request.app["services"]
+    forgotten_id = int_path(request, "forgotten_id", "forgotten entry id")
+    out = await _run(request, _corrections(request).purge, forgotten_id)
+    seqs = out.pop("seqs")
+    if seqs:
+        await _run(request, services.vectors.delete, seqs)
+    return web.json_response({**out, "vectors": len(seqs)})
 
 
 @routes.get("/api/v1/forgotten")

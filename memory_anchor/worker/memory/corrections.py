@@ -31,6 +31,15 @@ from memory_anchor.worker.memory.common import is_human, now
 from memory_anchor.worker.memory.facts import FactStore
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.memory.steps_done import closed_by_commit
+from memory_anchor.worker.store.purge import (
+    HASHED_KEY,
+    PURGED,
+    compact_indexes,
+    forgotten_row,
+    purge_forgotten_row,
+    purge_record_text,
+    purge_step_text,
+)
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, resolve_view
 
 EDITABLE = ("active", "pending", "disputed")
@@ -169,6 +178,33 @@ class Corrections:
                                           branch=step["branch"])  # fmt: skip
         return {**_outcome("next_step", replacement, "edit", "open", new_text, entry), "previous_text": step["text"],
                 "replaced_by": str(replacement)}  # fmt: skip
+
+    # --- purge ---------------------------------------------------------------------------
+
+    def purge(self, forgotten_id: int) -> dict[str, Any]:
+        """Erase a forgotten wording for good: from every version of its item (a fact's) or its open
+        items (a step's), the keyword indexes, and the forgotten list, which keeps a hash of it so
+        the same words stay out. Other entries of the same wording go with it. Returns what was
+        erased; the seqs' vectors are the caller's to delete (the index is not this layer's)."""
+        with self.db.transaction() as conn:
+            entry = forgotten_row(conn, forgotten_id)
+            if entry is None:
+                raise NotFound(f"no forgotten entry {forgotten_id}")
+            if entry["key"].startswith(HASHED_KEY):
+                raise RecordError(f"forgotten entry {forgotten_id} is already purged", code="conflict", status=409)
+            text, seqs, steps, entries = entry["text"], [], 0, []
+            for same in self.forgotten.list(entry["project"], entry["kind"], limit=10_000, conn=conn):
+                if same["text"] != text:
+                    continue
+                if same["kind"] == "fact":
+                    seqs += purge_record_text(conn, same["item_id"], text)
+                entries.append(purge_forgotten_row(conn, same["id"], same["key"])["id"])
+            if entry["kind"] == "next_step":
+                steps = purge_step_text(conn, entry["project"], text)
+            compact_indexes(conn)
+        self.db.checkpoint()
+        return {"forgotten_ids": sorted(entries), "kind": entry["kind"], "item_id": entry["item_id"],
+                "versions": len(seqs), "seqs": seqs, "open_items": steps, "text": PURGED}  # fmt: skip
 
     def steps(self, project: str | None = None, *, closed: bool = False, limit: int = 100) -> list[dict[str, Any]]:
         """Open next steps, newest first (what the briefing lists), or closed ones, last closed first."""

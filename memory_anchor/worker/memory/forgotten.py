@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from memory_anchor.worker.memory.common import Wording, now, tokens
 from memory_anchor.worker.memory.cues import terms
+from memory_anchor.worker.store.purge import HASHED_KEY, hashed_key
 from memory_anchor.worker.store.records import MAIN, Records, View, resolve_view
 
 Kind = Literal["fact", "next_step"]
@@ -84,9 +85,10 @@ class Forgotten:
     def _entries(self, conn, project: str, kind: Kind) -> list[_Entry]:
         """The project's forgotten wordings of `kind`, each read once. Rows are never changed, so
         the list read last stands while the rows this connection sees are the same (count and
-        highest id: on PostgreSQL a row may commit after one with a higher id)."""
+        highest id: on PostgreSQL a row may commit after one with a higher id; the length of
+        their texts, which a purge empties)."""
         project = project or ""
-        seen = tuple(conn.execute("SELECT count(*), max(id) FROM forgotten WHERE project = ? AND kind = ?",
+        seen = tuple(conn.execute("SELECT count(*), max(id), sum(length(text)) FROM forgotten WHERE project = ? AND kind = ?",
                                   (project, kind)).fetchone())  # fmt: skip
         cached = self._read.get((project, kind))
         if cached is None or cached[0] != seen:
@@ -169,7 +171,11 @@ class _Said:
         """Does it say what `entry` said? Not when one of them denies it: the words of "we do not
         deploy on Fridays" are those of "we deploy on Fridays" ("not" is a stop word). Nor when
         one names a number or a name the other does not ("PostgreSQL 16" corrects "15")."""
-        if not self.text.strip() or self.denies != entry.denies:
+        if not self.text.strip():
+            return False
+        if entry.row["key"].startswith(HASHED_KEY):  # purged: only its hash is left, the same words match it
+            return hashed_key(self.key) == entry.row["key"]
+        if self.denies != entry.denies:
             return False
         if not (_named_in(self.specifics, entry.words) and _named_in(entry.specifics, self.words)):
             return False
@@ -234,4 +240,5 @@ def _row(row) -> dict[str, Any]:
     out = dict(row)
     out.pop("author", None)  # the team database's bookkeeping; `actor` says who
     out.pop("private", None)
+    out["purged"] = str(out.get("key") or "").startswith(HASHED_KEY)
     return out

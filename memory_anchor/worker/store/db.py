@@ -69,6 +69,10 @@ def connect(path: Path | str) -> Connection:
     # only an OS crash or power cut can lose the last commits.
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    # Bytes a DELETE or UPDATE frees are zeroed, not left in free pages and cells: a purged text
+    # (store/purge.py), a deleted branch's rows or a dropped inbox event must not stay readable
+    # in the file. Records are append-only, so it costs little (README: "Forgetting for good").
+    conn.execute("PRAGMA secure_delete=ON")
     conn.execute("PRAGMA foreign_keys=ON")
     # The keyword index's triggers call it (migration 0005_cjk_keywords): every connection that writes needs it.
     conn.create_function(SQL_FUNCTION, 1, index_words, deterministic=True)
@@ -110,6 +114,12 @@ class Database:
                 conn.execute("COMMIT")
             finally:
                 conn.transaction_started_at = None
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database and truncate it (after a purge: the pages
+        that held the purged text must not linger in the -wal file)."""
+        with self._write_lock:
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def reader(self) -> sqlite3.Connection:
         """A read connection for the calling thread (the writer's, inside a write)."""
