@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from memory_anchor.core import paths
 from memory_anchor.hookkit import spool as hook_spool
-from memory_anchor.hookkit.fields import FIELD_TYPES, MAX_DEPTH, json_type
+from memory_anchor.hookkit.fields import FIELD_TYPES, MAX_DEPTH, SESSION_ID_FIELDS, json_type, session_id_problem
 from memory_anchor.schemas.events import EVENT_ID_HEADER, HOOK_EVENTS
 from tests.conftest import tool_use_event, wait_for
 from memory_anchor.worker.capture.inbox import dedup_key
@@ -97,16 +97,21 @@ def hook_events(draw, breakage: str) -> tuple[str, bytes, str]:
         kind_of = json_type(payload[field])
         ok = kind_of in allowed or (kind_of == "integer" and "number" in allowed)
         deep = isinstance(payload[field], (list, dict)) and len(json.dumps(payload[field])) > 10**6
-        expect = "accept" if ok and not deep else "refuse"
+        bad_id = field in SESSION_ID_FIELDS and isinstance(payload[field], str) and session_id_problem(payload[field])
+        expect = "accept" if ok and not deep and not bad_id else "refuse"
     elif breakage == "missing":
         for field in draw(st.lists(st.sampled_from(sorted(payload.keys() - {"hook_event_name"})), unique=True)):
             del payload[field]
     elif breakage == "huge" and strings:
-        payload[draw(st.sampled_from(strings))] = draw(huge_text)
+        field = draw(st.sampled_from(strings))
+        payload[field] = draw(huge_text)
+        expect = "refuse" if field in SESSION_ID_FIELDS else "accept"  # an id is bounded; other text is cut
     elif breakage in ("nul", "surrogate", "separators") and strings:
         char = {"nul": "\x00", "surrogate": draw(st.sampled_from(["\ud800", "\udfff"])), "separators": "\u2028\x85\u2029"}[breakage]
         field = draw(st.sampled_from(strings))
         payload[field] = char + payload[field] + char
+        if breakage == "nul" and field in SESSION_ID_FIELDS:
+            expect = "refuse"  # a control character in an id is refused; in other text it is kept
     elif breakage == "extra":
         payload[draw(odd_text.filter(lambda k: k not in FIELD_TYPES[kind]))] = draw(json_values)
     elif breakage == "no_kind":
@@ -230,7 +235,7 @@ def spool_lines(draw, kind: str) -> tuple[str, bytes]:
     entry = {"id": f"spool-fuzz-{n}", "received_at": draw(st.floats(0, 2e9) | st.just(None)), "branch": None,
              "agent_id": None, "payload": event}  # fmt: skip
     if kind == "valid_odd":
-        string_fields = [k for k, v in event.items() if isinstance(v, str) and k != "hook_event_name"]
+        string_fields = [k for k, v in event.items() if isinstance(v, str) and k not in ("hook_event_name", *SESSION_ID_FIELDS)]
         event[draw(st.sampled_from(string_fields))] = "\u2028 \x85 \x00 \u2029" + draw(odd_text).replace("\ud800", "").replace("\udfff", "")
         entry["received_at"] = draw(st.sampled_from(["yesterday", [1], True, None]))
     elif kind == "no_payload":

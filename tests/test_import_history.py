@@ -164,6 +164,8 @@ def test_the_default_is_this_projects_claude_code_folder(worker, tmp_path):
     assert "-work-my-app-x" in missing.stderr  # where Claude Code would keep it
     folder = tmp_path / "home" / ".claude" / "projects" / str(project).replace("/", "-").replace(".", "-").replace("_", "-")
     shutil.copytree(history(tmp_path, "2.1.197"), folder)
+    for transcript in folder.rglob("*.jsonl"):  # sessions of this project, as its Claude Code folder holds
+        transcript.write_text(transcript.read_text().replace("/tmp/b_cc/run197/my.project_x", str(project)))
     (folder / "probes.jsonl").write_text('{"session_id": "s1", "title": "not a session"}\n')  # another tool's file
     found = run()
     assert found.returncode == 0, found.stderr

@@ -236,7 +236,7 @@ def test_mem0_infer_path(claude_model, fake_anthropic):
 
 
 def test_secrets_are_redacted_before_claude_sees_them(db, local_db, fake_anthropic):
-    from memory_anchor.worker.capture.redact import redact_text
+    from memory_anchor.core.redact import redact_text
 
     model = MemoryModel(db, llm=ClaudeClient(Settings(llm_max_retries=0), local_db), redact=redact_text)
     fake_anthropic.enqueue(facts_reply())

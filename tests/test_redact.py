@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_anchor.worker.capture.redact import (
+from memory_anchor.core.redact import (
     is_secret_key,
     redact,
     redact_text,

@@ -63,7 +63,7 @@ def _git_log() -> str:
 
 def measure(texts: list[tuple[str, str]]) -> dict:
     """Redact every line of each (name, text); the markers found and the time it took."""
-    from memory_anchor.worker.capture.redact import MARKER_PREFIX, redact_text
+    from memory_anchor.core.redact import MARKER_PREFIX, redact_text
 
     hits: list[tuple[str, str]] = []
     kinds: dict[str, int] = {}

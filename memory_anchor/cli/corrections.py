@@ -42,6 +42,9 @@ def register(sub) -> None:
     forgotten.add_argument("--project")
     forgotten.add_argument("--kind", choices=["fact", "next_step"])
     forgotten.add_argument("-n", "--limit", type=int, default=50)
+    forgotten.add_argument("--purge", type=int, metavar="ID",
+                           help="erase entry ID's text for good (the number the list shows as #ID): from every version "
+                           "of the item, the keyword index, the vectors and this list; the same words stay out")  # fmt: skip
     forgotten.set_defaults(handler=list_forgotten)
 
 
@@ -91,12 +94,22 @@ def edit_item(args: argparse.Namespace) -> int:
 
 
 def list_forgotten(args: argparse.Namespace) -> int:
+    if args.purge is not None:
+        return purge_forgotten(args)
     params = {k: v for k, v in {"project": args.project, "kind": args.kind, "limit": args.limit}.items() if v}
     rows = client(args).get("/api/v1/forgotten", **params)["results"]
-    lines = [f"{r['action']:>6} {'step ' + r['item_id'] if r['kind'] == 'next_step' else 'fact ' + r['item_id'][:8]}"
+    lines = [f"#{r['id']} {r['action']:>6} {'step ' + r['item_id'] if r['kind'] == 'next_step' else 'fact ' + r['item_id'][:8]}"
              f" by {r['actor']} ({_when(r['created_at'])}){': ' + r['reason'] if r.get('reason') else ''}\n"
-             f"       {r['text']}" for r in rows]  # fmt: skip
+             f"       {'[purged]' if r.get('purged') else r['text']}" for r in rows]  # fmt: skip
     emit(args, rows, "\n".join(lines) or "nothing was forgotten")
+    return 0
+
+
+def purge_forgotten(args: argparse.Namespace) -> int:
+    out = client(args).post(f"/api/v1/forgotten/{args.purge}/purge", {})
+    what = f"{out['versions']} versions of the fact" if out["kind"] == "fact" else f"{out['open_items']} next steps"
+    emit(args, out, f"purged #{', #'.join(str(i) for i in out['forgotten_ids'])}: its text is erased from {what}, "
+                    f"the keyword index, {out['vectors']} vectors and the forgotten list (the same words stay out)")
     return 0
 
 

@@ -24,6 +24,9 @@ def register(sub) -> None:
                       help="distil through Claude as live capture does (spends your Claude allowance, within "
                       "llm_daily_token_budget); default: locally")  # fmt: skip
     load.add_argument("--wait", action="store_true", help="also wait until everything is embedded for search")
+    load.add_argument("--all-projects", action="store_true",
+                      help="without PATH: also import sessions of other projects found in this project's folder "
+                      "(each under its own project); default: they are left out and listed")  # fmt: skip
     load.add_argument("--dismiss", action="store_true",
                       help="import nothing; new sessions stop saying that these earlier sessions can be imported")  # fmt: skip
     load.set_defaults(handler=import_history)
@@ -32,8 +35,13 @@ def register(sub) -> None:
 def import_history(args: argparse.Namespace) -> int:
     from memory_anchor.cli.history_import import Progress, default_sources
     from memory_anchor.cli.history_import import import_history as run_import
+    from memory_anchor.core.projects import project_for_cwd
     from memory_anchor.worker.capture.history import claude_projects_dir, project_slug
 
+    # Without PATH the user asked for this project: a session of another one found in its folder is
+    # left out (a planted transcript must not write another project's briefing). With PATH they
+    # named the files: each session goes to its own project, and the report says which.
+    project = None
     if args.path is not None:
         if not args.path.exists():
             print(f"memory-anchor: {args.path} does not exist", file=sys.stderr)
@@ -45,15 +53,27 @@ def import_history(args: argparse.Namespace) -> int:
             where = claude_projects_dir() / project_slug(os.getcwd())
             print(f"memory-anchor: no Claude Code history for {os.getcwd()} (looked in {where})", file=sys.stderr)
             return 1
+        if not args.all_projects:
+            project = project_for_cwd(os.getcwd()) or os.getcwd()
     if args.dismiss:
         return _dismiss(args, sources)
-    report = run_import(client(args), sources, claude=args.claude, wait_index=args.wait, progress=Progress())
+    report = run_import(client(args), sources, claude=args.claude, wait_index=args.wait, progress=Progress(),
+                        project=project)  # fmt: skip
     text = [f"imported {report.sessions} sessions from {', '.join(str(s) for s in sources)}: "
             f"{report.accepted:,} new events, {report.duplicates:,} already imported"]  # fmt: skip
     if report.not_transcripts:
         text.append(f"skipped {len(report.not_transcripts)} files that are not Claude Code transcripts: "
                     + "; ".join(f"{Path(name).name}: {why}" for name, why in report.not_transcripts[:5])
                     + (" ..." if len(report.not_transcripts) > 5 else ""))  # fmt: skip
+    if report.failed:
+        text.append(f"could not import {len(report.failed)} files: "
+                    + "; ".join(f"{name}: {why}" for name, why in report.failed[:5])
+                    + (" ..." if len(report.failed) > 5 else ""))  # fmt: skip
+    if report.other_projects:
+        text.append(f"left out {len(report.other_projects)} sessions of other projects (--all-projects imports them): "
+                    + "; ".join(f"{Path(name).name}: {where}" for name, where in report.other_projects[:5]))  # fmt: skip
+    if len(report.projects) > 1 or (report.projects and project is None):
+        text.append("filed under " + ", ".join(f"{where} ({n} sessions)" for where, n in report.projects.items()))
     if report.skipped_sessions:
         text.append(f"left out {len(report.skipped_sessions)} sessions the hooks captured live")
     if report.refused:

@@ -34,6 +34,9 @@ class ImportReport:
     duplicates: int = 0
     skipped_sessions: list[str] = field(default_factory=list)
     not_transcripts: list[tuple[str, str]] = field(default_factory=list)  # (file, why it is not a transcript)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (file, why its session was not imported)
+    projects: dict[str, int] = field(default_factory=dict)  # sessions imported, by the project they were filed under
+    other_projects: list[tuple[str, str]] = field(default_factory=list)  # (file, its project): left out
     refused: list[str] = field(default_factory=list)
     sent_seconds: float = 0.0
     processed_seconds: float = 0.0
@@ -77,15 +80,33 @@ def default_sources(directory: str) -> list[Path]:
     return found
 
 
+def in_project(cwd: str | None, project: str) -> bool:
+    """Was a session with this `cwd` started in `project` (its directory or one below it)?"""
+    from memory_anchor.core.projects import project_for_cwd
+
+    if not cwd:
+        return True  # nothing says otherwise: the folder it was found in is the project's
+    return cwd == project or cwd.startswith(project.rstrip("/") + "/") or project_for_cwd(cwd) == project
+
+
 def import_history(client, sources: list[Path], *, claude: bool = False, wait_index: bool = False,
-                   progress: Callable[..., None] | None = None, timeout: float = 3600) -> ImportReport:  # fmt: skip
-    """Send the sessions of `sources` (files or folders) to the worker and wait until it has processed them."""
+                   progress: Callable[..., None] | None = None, timeout: float = 3600,
+                   project: str | None = None) -> ImportReport:  # fmt: skip
+    """Send the sessions of `sources` (files or folders) to the worker and wait until it has processed them.
+
+    Each session is filed under its own project (its `cwd`). With `project`, a session of another
+    project is left out and reported instead. A file that cannot be read (a directory, a FIFO,
+    a loop, deep nesting, a cwd that is not an absolute path) is reported with its reason, and the
+    others are imported.
+    """
+    from memory_anchor.core.projects import project_for_cwd
     from memory_anchor.worker.capture.history import session_events, session_files
+    from memory_anchor.worker.capture.transcript import TranscriptError
 
     say = progress or (lambda text, final=False: None)
     found = [session_files(Path(source)) for source in sources]
     files = [f for sessions in found for f in sessions.files]
-    report = ImportReport(sessions=len(files))
+    report = ImportReport()
     report.not_transcripts = [(str(path), why) for sessions in found for path, why in sessions.skipped]
     started = time.monotonic()
     batch: list[dict[str, Any]] = []
@@ -98,13 +119,28 @@ def import_history(client, sources: list[Path], *, claude: bool = False, wait_in
         batch, size = [], 0
 
     for number, path in enumerate(files, 1):
-        for event in session_events(path):
+        skipped: list[tuple[Path, str]] = []
+        try:
+            events = session_events(path, skipped)
+        except (TranscriptError, OSError, ValueError, RecursionError) as exc:
+            report.failed.append((str(path), str(exc) or type(exc).__name__))
+            continue
+        finally:
+            report.failed += [(str(p), why) for p, why in skipped]
+        cwd = next((e.payload.get("cwd") for e in events if e.payload.get("cwd")), None)
+        if project is not None and not in_project(cwd, project):
+            report.other_projects.append((str(path), project_for_cwd(cwd) or cwd))
+            continue
+        filed = project_for_cwd(cwd) if cwd else "(no project)"
+        report.projects[filed] = report.projects.get(filed, 0) + 1
+        for event in events:
             item = {"payload": event.payload, "event_id": event.event_id, "at": event.at}
             batch.append(item)
             size += len(json.dumps(item, ensure_ascii=False, default=str))
             report.events += 1
             if len(batch) >= BATCH_EVENTS or size >= BATCH_BYTES:
                 send()
+        report.sessions += 1
         say(f"reading Claude Code history: {number}/{len(files)} sessions, {report.events:,} events")
     send()
     report.sent_seconds = time.monotonic() - started

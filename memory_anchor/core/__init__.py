@@ -1,1 +1,1 @@
-"""The ground floor: paths, settings, version, processes, projects, the Claude Code facts and the worker's lifecycle. Standard library only."""
+"""The ground floor: paths, settings, version, processes, projects, redaction, the Claude Code facts and the worker's lifecycle. Standard library only."""

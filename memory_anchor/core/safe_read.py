@@ -19,6 +19,21 @@ class NotRegular(OSError):
     """The path is not a regular file (a FIFO, a device, a socket, a directory), or is too large."""
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def open_file(path: str | os.PathLike[str], limit: int | None = None):
+    """`path` opened for reading in binary, as `open_regular` checks it (the caller closes it)."""
+    return os.fdopen(open_regular(os.fspath(path), limit), "rb")
+
+
 def open_regular(path: str, limit: int | None) -> int:
     """A descriptor of `path`, opened without blocking; NotRegular unless it is a regular file of
     at most `limit` bytes (any size with None). The caller closes it."""
@@ -26,7 +41,7 @@ def open_regular(path: str, limit: int | None) -> int:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegular(f"{path} is not a regular file")
+            raise NotRegular(f"{path} is {_kind(info.st_mode)}")
         if limit is not None and info.st_size > limit:
             raise NotRegular(f"{path} holds {info.st_size} bytes, more than {limit}")
         # A regular file read with O_NONBLOCK behaves as without it; clear it anyway, so a

@@ -33,6 +33,21 @@ FIELD_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+# A session id names rows, branches and inbox keys: at most this long, and no control characters
+# (Claude Code's are UUIDs; 5,000 characters or a NUL is not an id).
+MAX_SESSION_ID = 200
+SESSION_ID_FIELDS = ("session_id", "parent_session_id", "forked_from_session_id")
+
+
+def session_id_problem(value: str) -> str | None:
+    """What is wrong with a session id string, or None."""
+    if len(value) > MAX_SESSION_ID:
+        return f"is longer than {MAX_SESSION_ID} characters"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return "holds a control character"
+    return None
+
+
 # Deeper than this is not a hook payload but an attack on every recursive walk
 # after the door (redaction, storage, distilling), so it is refused.
 MAX_DEPTH = 64
@@ -86,6 +101,8 @@ def refusal(payload: dict) -> str | None:
         kind = json_type(payload[field])
         if kind not in allowed and not (kind == "integer" and "number" in allowed):
             return f"{name} event refused: field {field!r} must be {' or '.join(allowed)}, got {kind}"
+        if field in SESSION_ID_FIELDS and kind == "string" and (problem := session_id_problem(payload[field])):
+            return f"{name} event refused: field {field!r} {problem}"
     if nesting_depth(payload) > MAX_DEPTH:
         return f"{name} event refused: nested deeper than {MAX_DEPTH} levels"
     return None

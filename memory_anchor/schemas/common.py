@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from memory_anchor.schemas.codebase import Freshness
 
@@ -82,3 +82,17 @@ def documented(*, required: tuple[str, ...] = (), any_of: list[dict[str, Any]] |
             schema["anyOf"] = any_of
 
     return extra
+
+
+# An id a client gives (an event's id, a session's): printable, no control characters, bounded.
+# Claude Code's are UUIDs; anything longer or with a NUL in it is not an id but a payload.
+ID_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+
+
+def refusal_text(exc: ValidationError, limit: int = 3) -> str:
+    """A validation error as one line a person can act on: the field and what was wrong with it."""
+    parts = []
+    for error in exc.errors()[:limit]:
+        where = ".".join(str(part) for part in error["loc"]) or "value"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(dict.fromkeys(parts))

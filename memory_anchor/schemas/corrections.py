@@ -68,7 +68,8 @@ class CorrectionBy(_Strict):
     reason: str | None = Field(None, max_length=2000, description="Why: what the user said")
     actor: str | None = Field(None, max_length=200, description="The person correcting; default: the worker's OS account")
     agent_id: str | None = Field(None, max_length=200, description="The agent correcting on the user's word")
-    project: str | None = Field(None, description="Where to look up a short fact id (default: every project)")
+    project: str | None = Field(None, description="The project the item must belong to: where to look up a short fact "
+                                "id, and a next step of another project is not found (default: every project)")
     branch: str | None = None
 
 
@@ -113,6 +114,21 @@ class ForgottenEntry(BaseModel):
     actor: str
     reason: str | None = None
     created_at: float
+    branch: str = Field("main", description="Where the forget holds: this branch and branches forked from it later")
+    purged: bool = Field(False, description="Its text was erased (`text` is empty); the same words stay out")
+
+
+class PurgeOut(BaseModel):
+    """What a purge erased: the forgotten entries of that wording (their text; a hash is kept so the
+    same words stay out), the item's versions that held it, open items, and their vectors."""
+
+    forgotten_ids: list[int]
+    kind: ItemKind
+    item_id: str
+    versions: int = Field(description="Versions of the fact whose text now reads [purged]")
+    open_items: int = Field(description="Next steps whose text now reads [purged]")
+    vectors: int = Field(description="Vectors deleted from the index")
+    text: str
 
 
 class ClosedByCommit(BaseModel):

@@ -6,7 +6,8 @@ import json
 from typing import Annotated, Any, Literal, Union
 
 from memory_anchor.hookkit import origin
-from memory_anchor.hookkit.fields import MAX_DEPTH, nesting_depth
+from memory_anchor.hookkit.fields import MAX_DEPTH, MAX_SESSION_ID, nesting_depth
+from memory_anchor.schemas.common import ID_PATTERN
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 HOOK_EVENTS = (
@@ -33,13 +34,18 @@ AGENT_HEADER = "X-Memory-Anchor-Agent"
 # memory_anchor/hookkit/fields.py; tests/test_event_validation.py proves the two agree.
 
 
+# A session id names rows, branches and inbox keys: bounded, and without control characters.
+# (memory_anchor/hookkit/fields.py checks the same for the hooks.)
+SessionId = Annotated[StrictStr, Field(max_length=MAX_SESSION_ID, pattern=ID_PATTERN)]
+
+
 class HookEvent(BaseModel):
     """What every hook payload carries."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
     hook_event_name: StrictStr
-    session_id: StrictStr | None = None
+    session_id: SessionId | None = None
     transcript_path: StrictStr | None = None
     cwd: StrictStr | None = None
     permission_mode: StrictStr | None = None
@@ -53,8 +59,8 @@ class SessionStartEvent(HookEvent):
     # speak of the conversation's prompt cache, and the briefing does not depend on it: the
     # resumed conversation carries its first briefing either way (both versions, verified),
     # and a fresh one brings what other sessions learnt meanwhile.
-    parent_session_id: StrictStr | None = None
-    forked_from_session_id: StrictStr | None = None
+    parent_session_id: SessionId | None = None
+    forked_from_session_id: SessionId | None = None
 
 
 class UserPromptSubmitEvent(HookEvent):
@@ -149,7 +155,11 @@ def accepted_event(payload: dict[str, Any]) -> dict[str, Any]:
         problems = []
         for error in exc.errors()[:3]:
             field = ".".join(str(part) for part in error["loc"][:1]) or "payload"
-            problems.append(f"field {field!r} {_expected(model, field)}, got {type(payload.get(field)).__name__}")
+            if error["type"] in ("string_too_long", "string_pattern_mismatch"):  # the right type, a wrong value
+                problems.append(f"field {field!r} " + ("holds a control character" if error["type"] == "string_pattern_mismatch"
+                                                       else f"is longer than {MAX_SESSION_ID} characters"))
+            else:
+                problems.append(f"field {field!r} {_expected(model, field)}, got {type(payload.get(field)).__name__}")
         raise EventRefused(f"{name} event refused: " + "; ".join(dict.fromkeys(problems))) from None
     return payload
 

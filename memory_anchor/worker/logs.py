@@ -7,7 +7,7 @@ import logging
 import logging.handlers
 from pathlib import Path
 
-from memory_anchor.worker.capture.redact import redact_text
+from memory_anchor.core.redact import redact_text
 
 
 class JsonFormatter(logging.Formatter):

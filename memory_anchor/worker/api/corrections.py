@@ -20,6 +20,7 @@ from memory_anchor.schemas.corrections import (
     ForgetRequest,
     ForgottenPage,
     NextStepsPage,
+    PurgeOut,
     item_ref,
 )
 from memory_anchor.schemas.events import AGENT_HEADER
@@ -118,7 +119,8 @@ async def forget_next_step(request: web.Request) -> web.Response:
     """Forget an open next step: closed, and the same step restated by a later session stays closed."""
     body = await _body(request, ForgetRequest)
     step = int_path(request, "step_id", "step id")
-    out = await _run(request, _corrections(request).forget_step, step, actor=_actor(request, body), reason=body.reason)
+    out = await _run(request, _corrections(request).forget_step, step, actor=_actor(request, body), reason=body.reason,
+                     project=body.project)  # fmt: skip
     return web.json_response(out)
 
 
@@ -130,11 +132,29 @@ async def edit_next_step(request: web.Request) -> web.Response:
     body = await _body(request, EditRequest)
     step = int_path(request, "step_id", "step id")
     out = await _run(request, _corrections(request).edit_step, step, body.text, actor=_actor(request, body),
-                     reason=body.reason)  # fmt: skip
+                     reason=body.reason, project=body.project)  # fmt: skip
     return web.json_response(out)
 
 
 # --- the forgotten list -------------------------------------------------------------------------------
+
+
+@routes.post("/api/v1/forgotten/{forgotten_id}/purge")
+@response_model(PurgeOut)
+async def purge_forgotten(request: web.Request) -> web.Response:
+    """Erase a forgotten wording for good: its text leaves every version of the item, the keyword
+    indexes, the vectors and the forgotten list (a hash of it stays, so the same words stay out).
+
+    On SQLite the freed bytes are zeroed (secure_delete) and the write-ahead log is truncated.
+    A team database refuses (409): its members may not rewrite rows.
+    """
+    services = request.app["services"]
+    forgotten_id = int_path(request, "forgotten_id", "forgotten entry id")
+    out = await _run(request, _corrections(request).purge, forgotten_id)
+    seqs = out.pop("seqs")
+    if seqs:
+        await _run(request, services.vectors.delete, seqs)
+    return web.json_response({**out, "vectors": len(seqs)})
 
 
 @routes.get("/api/v1/forgotten")

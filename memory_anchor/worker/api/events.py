@@ -17,7 +17,7 @@ from memory_anchor.schemas.events import (
 from memory_anchor.worker.api.middleware import read_json_object
 from memory_anchor.worker.api.openapi import request_model
 from memory_anchor.worker.api.params import int_path
-from memory_anchor.schemas.history import HistoryImportRequest
+from memory_anchor.schemas.history import HistoryImportRequest, checked_batch
 from memory_anchor.worker.capture.backfill import accept_history
 from memory_anchor.worker.capture.inbox import Arrival
 from memory_anchor.worker.capture.sanitize import sanitize_event
@@ -65,11 +65,13 @@ async def post_history(request: web.Request) -> web.Response:
 
     The same door as a hook's event (checked, redacted, into the inbox); distilled
     locally unless `claude` is true. Events of sessions a hook captured live are
-    left out, events already imported are duplicates: importing again adds nothing.
+    left out, events already imported are duplicates: importing again adds nothing. Each event
+    is checked on its own: a malformed one is listed in `refused` with its reason, and the rest
+    are taken (422 only when the batch itself is malformed).
     """
     services = request.app["services"]
-    batch = HistoryImportRequest.model_validate(await read_json_object(request))
-    outcome = await services.run(accept_history, services.inbox, services.settings, batch)
+    batch, indexes, refused = checked_batch(await read_json_object(request))
+    outcome = await services.run(accept_history, services.inbox, services.settings, batch, indexes, refused)
     pipeline = request.app.get("pipeline")
     if pipeline is not None and outcome.accepted:
         pipeline.wake()

@@ -41,6 +41,7 @@ PATH_PARAMS: dict[str, dict[str, Any]] = {
     "archive_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "quarantine_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "step_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "forgotten_id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "fact_ref": {"type": "string", "pattern": FACT_ID_PATTERN},  # a fact's id or its first characters
     "entity_type": {"type": "string", "enum": ["user", "agent", "app", "run"]},
     "session_id": {"type": "string", "minLength": 1, "maxLength": SESSION_ID_MAX_CHARS, "pattern": SESSION_ID_PATTERN},

@@ -22,16 +22,19 @@ retries). Pure reading: nothing here talks to the worker.
 
 from __future__ import annotations
 
+import errno
 import heapq
-import json
+import io
 import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from memory_anchor.worker.capture.transcript import ToolUse, Turn, read_transcript
+from memory_anchor.core.safe_read import open_file
+from memory_anchor.worker.capture.transcript import ToolUse, TranscriptError, Turn, parse_line, read_transcript
 
 ID_PREFIX = "cc-history"
 _SLUG = re.compile(r"[^A-Za-z0-9]")
@@ -85,17 +88,42 @@ def session_files(source: Path) -> Sessions:
     """The Claude Code session transcripts a file or folder holds, oldest first (by their first line's time).
 
     Any other .jsonl beside them (a tool's own log, a benchmark's probes) is skipped with its reason:
-    its lines would otherwise become a session of nothing, or of someone else's data.
+    its lines would otherwise become a session of nothing, or of someone else's data. So is what
+    is no file to read: a directory, a FIFO, a dangling symbolic link or a loop of them.
     """
-    candidates = [source] if source.is_file() else [p for p in source.glob("*.jsonl") if p.is_file()]
+    candidates = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
     files, skipped = [], []
     for path in candidates:
-        reason = not_a_transcript(path)
+        reason = not_a_file(path) or not_a_transcript(path)
         if reason is None:
             files.append(path)
         else:
             skipped.append((path, reason))
     return Sessions(sorted(files, key=lambda p: (_first_timestamp(p), p.name)), sorted(skipped))
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why `path` is not a regular file one can read, or None (stat only: nothing is opened)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a dangling symbolic link" if os.path.islink(path) else "missing"
+    except OSError as exc:
+        return "a symbolic link loop" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    return None
+
+
+def _lines(path: Path, count: int = _SNIFF_LINES) -> list[str]:
+    """The first `count` lines of a regular file (OSError for anything else; a FIFO never blocks)."""
+    with open_file(path) as raw:
+        handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+        return [line for _, line in zip(range(count), handle)]
 
 
 def not_a_transcript(path: Path) -> str | None:
@@ -106,16 +134,12 @@ def not_a_transcript(path: Path) -> str | None:
     anything Claude Code writes (queue operations, summaries, snapshots).
     """
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = [line for _, line in zip(range(_SNIFF_LINES), handle)]
+        lines = _lines(path)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     entries = 0
     for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
+        entry = parse_line(line)
         if not isinstance(entry, dict):
             continue
         entries += 1
@@ -136,25 +160,40 @@ def session_id_of(path: Path) -> str:
     answer only when no entry names one.
     """
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(_SNIFF_LINES), handle):
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(entry, dict) and entry.get("type") in ("user", "assistant") and isinstance(entry.get("sessionId"), str):
-                    return entry["sessionId"]
+        lines = _lines(path)
     except OSError:
-        pass
+        lines = []
+    for line in lines:
+        entry = parse_line(line)
+        if isinstance(entry, dict) and entry.get("type") in ("user", "assistant") and isinstance(entry.get("sessionId"), str):
+            return entry["sessionId"]
     return path.stem
 
 
-def session_events(path: Path) -> list[HistoryEvent]:
-    """The hook events of one session's transcript and its subagents' transcripts, in time order."""
+class SessionRefused(TranscriptError):
+    """A transcript whose session cannot be imported (its reason says why)."""
+
+
+def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None) -> list[HistoryEvent]:
+    """The hook events of one session's transcript and its subagents' transcripts, in time order.
+
+    Raises TranscriptError when the transcript cannot be read, SessionRefused when its `cwd`
+    is not an absolute, normalised path (a relative one would resolve against the worker's
+    directory, `/a/../../etc` would become project /etc). A subagent file that cannot be
+    read is left out and added to `skipped` with its reason; the session is imported without it.
+    """
     turns = read_transcript(path, max_bytes=None)
     session = _Session(path, turns)
+    if session.cwd is not None and not is_clean_path(session.cwd):
+        raise SessionRefused(f"its cwd {session.cwd[:200]!r} is not an absolute, normalised path")
     main = list(session.events())
-    agents = [session.agent_events(agent_path) for agent_path in subagent_files(path)]
+    agents = []
+    for agent_path in subagent_files(path, skipped):
+        try:
+            agents.append(session.agent_events(agent_path))
+        except TranscriptError as exc:
+            if skipped is not None:
+                skipped.append((agent_path, str(exc)))
     if not agents:
         return main
     # Each list keeps its own order; a subagent's tool uses slot in among the main session's by time.
@@ -171,9 +210,22 @@ def _keyed(events: list[HistoryEvent], source: int) -> list[tuple[float, int, in
     return keyed
 
 
-def subagent_files(path: Path) -> list[Path]:
+def is_clean_path(path: str) -> bool:
+    """Absolute and normalised: no `..`, `.` or doubled separators (a trailing one allowed)."""
+    return os.path.isabs(path) and os.path.normpath(path) in (path, path.rstrip("/"))
+
+
+def subagent_files(path: Path, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """A session's subagent transcripts that are regular files; the others go to `skipped` with why."""
     folder = path.with_suffix("") / "subagents"
-    return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    found = []
+    for candidate in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
+        reason = not_a_file(candidate)
+        if reason is None:
+            found.append(candidate)
+        elif skipped is not None:
+            skipped.append((candidate, reason))
+    return found
 
 
 class _Session:
@@ -196,15 +248,15 @@ class _Session:
         uses: dict[str, ToolUse] = {}
         last: Turn | None = None  # Claude's last turn with text in the current turn of the conversation
         in_turn = False
-        latest = None
+        latest: float | None = None  # the latest time a line gave that a date can show
         for turn in self.turns:
-            latest = turn.ended_at or turn.timestamp or latest
+            latest = _epoch(turn.ended_at) or _epoch(turn.timestamp) or latest
             if turn.agent_id is not None:  # a sidechain kept in the main file (older Claude Code)
                 yield from self._tool_events(turn, uses, agent_id=turn.agent_id)
                 continue
             if turn.is_prompt or turn.role == "notice":
                 if in_turn:
-                    yield self._stop(last, turn)
+                    yield self._stop(last, turn, latest)
                 in_turn, last = True, None
                 if turn.is_prompt:
                     yield HistoryEvent(self.payload("UserPromptSubmit", prompt=turn.text),
@@ -215,18 +267,19 @@ class _Session:
                     last = turn
             yield from self._tool_events(turn, uses)
         if in_turn:
-            yield self._stop(last, None)
-        end = last.last_uuid if last else None
-        yield HistoryEvent(self.payload("SessionEnd", reason="other"),
-                           _event_id(end, "end", self.session_id, latest), _epoch(latest))  # fmt: skip
+            yield self._stop(last, None, latest)
+        # One SessionEnd per session, whatever the transcript holds when it is read: a transcript
+        # still being written, imported again, must not end its session once more.
+        yield HistoryEvent(self.payload("SessionEnd", reason="other"), f"{ID_PREFIX}:{self.session_id}:end", latest)
 
-    def _stop(self, last: Turn | None, following: Turn | None) -> HistoryEvent:
-        """Stop at the end of a turn: Claude's last text then, at its time (else just before the next turn)."""
-        at = (last.ended_at if last else None) or (following.timestamp if following else None)
+    def _stop(self, last: Turn | None, following: Turn | None, known: float | None) -> HistoryEvent:
+        """Stop at the end of a turn: Claude's last text then, at its time (else just before the next
+        turn; else the last time the transcript gave, never the import's own time)."""
+        stamp = (last.ended_at if last else None) or (following.timestamp if following else None)
         key = last.last_uuid if last else (following.uuid if following else None)
         return HistoryEvent(
             self.payload("Stop", stop_hook_active=False, last_assistant_message=last.text if last else ""),
-            _event_id(key, "stop", self.session_id, at), _epoch(at),
+            _event_id(key, "stop", self.session_id, stamp), _epoch(stamp) or known,
         )  # fmt: skip
 
     def _tool_events(self, turn: Turn, uses: dict[str, ToolUse], *, agent_id: str | None = None,
@@ -271,8 +324,9 @@ class _Session:
 
 def _agent_type(meta: Path) -> str | None:
     try:
-        value = json.loads(meta.read_text(encoding="utf-8")).get("agentType")
-    except (OSError, ValueError, AttributeError):
+        with open_file(meta) as handle:
+            value = parse_line(handle.read(1 << 20)).get("agentType")
+    except (OSError, AttributeError):
         return None
     return value if isinstance(value, str) and value else None
 
@@ -292,19 +346,19 @@ def _epoch(stamp: str | None) -> float | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+    return moment.timestamp() if moment.year >= 2000 else None  # 0001-01-01: a placeholder, not a time
 
 
 def _first_timestamp(path: Path) -> str:
     """The first timestamp in a transcript (for ordering sessions), read from its first lines only."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(_SNIFF_LINES), handle):
-                match = re.search(r'"timestamp"\s*:\s*"([^"]+)"', line)
-                if match:
-                    return _iso_utc(match.group(1))
+        lines = _lines(path)
     except OSError:
-        pass
+        lines = []
+    for line in lines:
+        match = re.search(r'"timestamp"\s*:\s*"([^"]+)"', line)
+        if match:
+            return _iso_utc(match.group(1))
     return "9999"
 
 

@@ -87,8 +87,9 @@ def spool_arrival(line: str) -> Arrival:
     payload = accepted_event(payload)  # EventRefused is a ValueError
     text = {key: entry.get(key) if isinstance(entry.get(key), str) else None for key in ("id", "branch", "agent_id")}
     received_at = entry.get("received_at")
-    if isinstance(received_at, bool) or not isinstance(received_at, (int, float)) or received_at != received_at:
-        received_at = None
+    if (isinstance(received_at, bool) or not isinstance(received_at, (int, float))
+            or not 0 < received_at < time.time() + 86400):  # NaN, inf and 1e308 too: a time no date can show
+        received_at = None  # fmt: skip
     return Arrival(payload, text["id"], text["branch"], text["agent_id"], received_at)
 
 

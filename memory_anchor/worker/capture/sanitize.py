@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_anchor.core.redact import sanitize
 from memory_anchor.schemas.settings import Settings
-from memory_anchor.worker.capture.redact import sanitize
 
 
 def sanitize_event(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from memory_anchor.core.safe_read import open_regular
-from memory_anchor.worker.capture.redact import sanitize
+from memory_anchor.core.redact import sanitize
+from memory_anchor.core.safe_read import open_file
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024  # read at most the last 8 MB of a long session
 # Blocks Claude Code adds to what the user typed: reminders, and the IDE extension's note of the
@@ -98,11 +98,19 @@ class Turn:
         return self.role == "user" and bool(self.text) and self.agent_id is None
 
 
+def parse_line(line: str | bytes) -> Any:
+    """One JSON line, or None when it is not JSON: torn, garbage, or nested too deeply for the parser."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
 def read_entries(path: str | os.PathLike[str], *, max_bytes: int | None = DEFAULT_MAX_BYTES) -> list[dict[str, Any]]:
     """The JSON objects of a transcript, in file order (the last `max_bytes`; None: all of it)."""
     try:
         # A FIFO or a device named as the transcript is refused, never waited on (safe_read.py).
-        with open(open_regular(os.fspath(path), None), "rb") as handle:
+        with open_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             start = 0 if max_bytes is None else max(0, size - max_bytes)
             handle.seek(start)
@@ -117,10 +125,7 @@ def read_entries(path: str | os.PathLike[str], *, max_bytes: int | None = DEFAUL
         line = line.strip()
         if not line:
             continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a torn line (the file is being written) or garbage
+        entry = parse_line(line)  # None: a torn line (the file is being written) or garbage
         if isinstance(entry, dict):
             entries.append(entry)
     return entries

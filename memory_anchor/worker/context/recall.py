@@ -56,7 +56,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
     forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
     if forgotten is not None and project:  # a session's line without what the user has forgotten since
-        hits = [forgotten.scrub_outcome(conn, project, h) if h["kind"] == "summary" else h for h in hits]
+        hits = [forgotten.scrub_outcome(conn, project, h, view) if h["kind"] == "summary" else h for h in hits]
     # Checked against the code as they are shown: a memory whose files changed since says so.
     found = marks(services, rules + sessions + hits, project, request.session_id)
     lines, results, seen = [], [], set()

@@ -73,7 +73,7 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
         return None
     known = [f["text"] for f in facts_of_types(conn, view, request.project, ("bugfix",), limit=100)]
     if request.memory is not None:  # a forgotten root cause or next step leaves the session's line too
-        page = [request.memory.forgotten.scrub_outcome(conn, request.project, r) for r in page]
+        page = [request.memory.forgotten.scrub_outcome(conn, request.project, r, view) for r in page]
     done = request.memory.steps_done.done_by_commits(conn, request.project) if request.memory is not None else {}
     found = marks(request.services, page, request.project, request.session_id)
     lines = [outcome_line(r, known, done) + mark(found.get(r["id"])) for r in page]

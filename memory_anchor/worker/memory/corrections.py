@@ -34,6 +34,15 @@ from memory_anchor.worker.memory.steps_done import closed_by_commit
 from memory_anchor.worker.store import approvals as store_approvals
 from memory_anchor.worker.store import conflicts as store_conflicts
 from memory_anchor.worker.store import open_items as store_steps
+from memory_anchor.worker.store.purge import (
+    HASHED_KEY,
+    PURGED,
+    compact_indexes,
+    forgotten_row,
+    purge_forgotten_row,
+    purge_record_text,
+    purge_step_text,
+)
 from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, ids_between, resolve_view
 
 EDITABLE = ("active", "pending", "disputed")
@@ -58,7 +67,8 @@ class Corrections:
             Records.update(conn, fact["id"], branch=branch, actor=actor, reason=f"FORGET: {reason or 'forgotten'}",
                            status="forgotten", data={**fact["data"], "forgotten_at": now()})  # fmt: skip
             entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
-                                          text=fact["text"], action="forget", actor=actor, reason=reason)  # fmt: skip
+                                          text=fact["text"], action="forget", actor=actor, reason=reason,
+                                          branch=branch)  # fmt: skip
             self._settle_decisions(conn, fact["id"], actor, "forgotten", reason)
         return _outcome("fact", fact["id"], "forget", "forgotten", fact["text"], entry)
 
@@ -77,7 +87,8 @@ class Corrections:
             record = self.facts.supersede(conn, fact["id"], new_text, confidence=max(float(fact["confidence"] or 0), FACT_ACCEPT),
                                           actor=actor, reason=f"EDIT: {reason or 'edited'}", branch=branch)  # fmt: skip
             entry = self.forgotten.record(conn, project=fact["project"], kind="fact", item_id=fact["id"],
-                                          text=fact["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
+                                          text=fact["text"], action="edit", actor=actor, reason=reason,
+                                          branch=branch)  # fmt: skip
             self._settle_decisions(conn, fact["id"], actor, "edited", reason)
         return {**_outcome("fact", fact["id"], "edit", record["status"], record["text"], entry),
                 "previous_text": fact["text"]}  # fmt: skip
@@ -131,18 +142,21 @@ class Corrections:
 
     # --- next steps -----------------------------------------------------------------------
 
-    def forget_step(self, ref: str | int, *, actor: str, reason: str | None = None) -> dict[str, Any]:
+    def forget_step(self, ref: str | int, *, actor: str, reason: str | None = None,
+                    project: str | None = None) -> dict[str, Any]:  # fmt: skip
         with self.db.transaction() as conn:
-            step = self._open_step(conn, ref)
+            step = self._open_step(conn, ref, project)
             self._close(conn, step["id"], actor, f"forgotten: {reason}" if reason else "forgotten")
             entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
-                                          text=step["text"], action="forget", actor=actor, reason=reason)  # fmt: skip
+                                          text=step["text"], action="forget", actor=actor, reason=reason,
+                                          branch=step["branch"])  # fmt: skip
         return _outcome("next_step", step["id"], "forget", "forgotten", step["text"], entry)
 
-    def edit_step(self, ref: str | int, text: str, *, actor: str, reason: str | None = None) -> dict[str, Any]:
+    def edit_step(self, ref: str | int, text: str, *, actor: str, reason: str | None = None,
+                  project: str | None = None) -> dict[str, Any]:  # fmt: skip
         new_text = self._redact(text.strip())
         with self.db.transaction() as conn:
-            step = self._open_step(conn, ref)
+            step = self._open_step(conn, ref, project)
             if new_text == step["text"]:
                 raise RecordError(f"step {step['id']} already says that", code="nothing_to_change")
             # The new wording is left by the person who wrote it, not by the session: that
@@ -151,20 +165,53 @@ class Corrections:
                                                 text=new_text, at=step["opened_at"])  # fmt: skip
             self._close(conn, step["id"], actor, f"edited into step {replacement}" + (f": {reason}" if reason else ""))
             entry = self.forgotten.record(conn, project=step["project"], kind="next_step", item_id=step["id"],
-                                          text=step["text"], action="edit", actor=actor, reason=reason)  # fmt: skip
+                                          text=step["text"], action="edit", actor=actor, reason=reason,
+                                          branch=step["branch"])  # fmt: skip
         return {**_outcome("next_step", replacement, "edit", "open", new_text, entry), "previous_text": step["text"],
                 "replaced_by": str(replacement)}  # fmt: skip
+
+    # --- purge ---------------------------------------------------------------------------
+
+    def purge(self, forgotten_id: int) -> dict[str, Any]:
+        """Erase a forgotten wording for good: from every version of its item (a fact's) or its open
+        items (a step's), the keyword indexes, and the forgotten list, which keeps a hash of it so
+        the same words stay out. Other entries of the same wording go with it. Returns what was
+        erased; the seqs' vectors are the caller's to delete (the index is not this layer's)."""
+        with self.db.transaction() as conn:
+            entry = forgotten_row(conn, forgotten_id)
+            if entry is None:
+                raise NotFound(f"no forgotten entry {forgotten_id}")
+            if entry["key"].startswith(HASHED_KEY):
+                raise RecordError(f"forgotten entry {forgotten_id} is already purged", code="conflict", status=409)
+            text, seqs, steps, entries = entry["text"], [], 0, []
+            for same in self.forgotten.list(entry["project"], entry["kind"], limit=10_000, conn=conn):
+                if same["text"] != text:
+                    continue
+                if same["kind"] == "fact":
+                    seqs += purge_record_text(conn, same["item_id"], text)
+                entries.append(purge_forgotten_row(conn, same["id"], same["key"])["id"])
+            if entry["kind"] == "next_step":
+                steps = purge_step_text(conn, entry["project"], text)
+            compact_indexes(conn)
+        self.db.checkpoint()  # only SQLite gets here: a team database refused the purge above
+        return {"forgotten_ids": sorted(entries), "kind": entry["kind"], "item_id": entry["item_id"],
+                "versions": len(seqs), "seqs": seqs, "open_items": steps, "text": PURGED}  # fmt: skip
 
     def steps(self, project: str | None = None, *, closed: bool = False, limit: int = 100) -> list[dict[str, Any]]:
         """Open next steps, newest first (what the briefing lists), or closed ones, last closed first."""
         return [_step(r) for r in store_steps.steps(self.db.reader(), project, closed=closed, limit=limit)]
 
     @staticmethod
-    def _open_step(conn, ref: str | int) -> dict[str, Any]:
+    def _open_step(conn, ref: str | int, project: str | None = None) -> dict[str, Any]:
+        """The open step `ref` names; with `project`, only that project's: a session in one
+        project (the MCP tools give theirs) must not close or rewrite another project's steps."""
         number = _step_number(ref)
         row = store_steps.step(conn, number)
         if row is None:
             raise NotFound(f"no next step {number}")
+        row = conn.execute("SELECT * FROM open_items WHERE id = ?", (number,)).fetchone()
+        if row is None or (project is not None and row["project"] != project):
+            raise NotFound(f"no next step {number}" + (f" in {project}" if project is not None else ""))
         step = _step(row)
         if step["closed_at"] is not None:
             why = f" ({step['closed_because']})" if step.get("closed_because") else ""

@@ -52,7 +52,7 @@ from memory_anchor.schemas.memory_model import (
     FactIn,
 )
 from memory_anchor.schemas.observations import TYPE_TO_LAYER
-from memory_anchor.worker.memory.common import DEFAULT_AGENT, agent_actor, now, text_similarity
+from memory_anchor.worker.memory.common import DEFAULT_AGENT, agent_actor, now
 from memory_anchor.worker.memory.conflicts import ConflictService, said_before, settle
 from memory_anchor.worker.memory.cues import replaced_terms
 from memory_anchor.worker.memory.instructions import standing_statements
@@ -420,7 +420,7 @@ class FactExtractor:
                        actor: str, session_id: str | None, source_id: str | None, source: str, observed_at: float,
                        reason: str, quote: str | None = None) -> dict[str, Any]:  # fmt: skip
         """Carry out one ADD/UPDATE/DELETE/NONE under the confidence and conflict rules."""
-        if event in ("ADD", "UPDATE") and (gone := self.facts.forgotten.find(conn, project, "fact", text, new_text)):
+        if event in ("ADD", "UPDATE") and (gone := self.facts.forgotten.find(conn, project, "fact", text, new_text, branch=branch)):
             return {"id": None, "memory": text, "event": "NONE", "status": "forgotten", "forgotten_id": gone["id"]}
         if event == "NONE":
             return {"id": target["id"] if target else None, "memory": text, "event": "NONE"}

@@ -170,7 +170,7 @@ class FactStore:
         agent_id = fact.agent_id or DEFAULT_AGENT
         actor = actor or agent_actor(agent_id)
         text = self._redact(fact.text.strip())
-        if not is_human(actor) and (gone := self.forgotten.find(conn, fact.project, "fact", text)):
+        if not is_human(actor) and (gone := self.forgotten.find(conn, fact.project, "fact", text, branch=fact.branch)):
             # A person said it is wrong: no agent, extraction or approval of theirs writes it again.
             return {"status": "forgotten", "record": None, "forgotten_id": gone["id"],
                     "reason": f"forgotten by {gone['actor']} ({gone['action']}): not stored"}  # fmt: skip
@@ -201,7 +201,8 @@ class FactStore:
         return Records.put(
             conn, "fact", text, branch=fact.branch or MAIN, actor=actor, reason=reason, layer=VERIFIED_FACT,
             status=status, project=fact.project, agent_id=fact.agent_id or DEFAULT_AGENT, session_id=fact.session_id,
-            type=fact.category or "fact", confidence=fact.confidence, fact_key=fact_key(fact.subject, text),
+            type=fact.category or "fact", confidence=fact.confidence,
+            fact_key=fact_key(self._redact(fact.subject) if fact.subject else None, text),  # keyed on what is stored
             source_id=fact.source_id, happened_at=happened,
             data={**_verification(stated_at), "subject": fact.subject, "source": fact.source, "tags": fact.tags,
                   **({"quote": fact.quote} if fact.quote else {}),

@@ -69,7 +69,7 @@ class Mem0Platform:
                     raise NotFound(f"memory {item.memory_id} not found")
                 changes: dict[str, Any] = {}
                 if item.text is not None:
-                    from memory_anchor.worker.capture.redact import redact_text
+                    from memory_anchor.core.redact import redact_text
 
                     changes["text"] = redact_text(item.text)
                 if item.metadata is not None:

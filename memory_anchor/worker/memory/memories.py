@@ -37,7 +37,7 @@ class MemoryService:
             inferred = self._infer(request, branch, happened, actor)
             if inferred is not None:
                 return inferred
-        from memory_anchor.worker.capture.redact import redact, redact_text
+        from memory_anchor.core.redact import redact, redact_text
 
         results, seqs = [], []
         with self.db.transaction() as conn:
@@ -69,7 +69,7 @@ class MemoryService:
         return manager.add_from_messages(request, branch=branch, happened_at=happened, actor=actor)
 
     def update(self, memory_id: str, request: UpdateMemoryRequest, *, branch: str = MAIN, actor: str | None = None):
-        from memory_anchor.worker.capture.redact import redact, redact_text
+        from memory_anchor.core.redact import redact, redact_text
 
         changes: dict[str, Any] = {"text": redact_text(request.text)}
         with self.db.transaction() as conn:

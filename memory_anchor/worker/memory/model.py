@@ -90,7 +90,7 @@ class MemoryModel:
     @classmethod
     def for_services(cls, services) -> "MemoryModel":
         """Build from the worker's Services (search engine and Claude built lazily)."""
-        from memory_anchor.worker.capture.redact import redact_text
+        from memory_anchor.core.redact import redact_text
 
         def search():
             return services.search

@@ -48,7 +48,7 @@ class OpenItems:
         store_steps.withdraw_open_of(conn, session_id)
         opened = 0
         for text in dict.fromkeys(t.strip() for t in next_steps if t and t.strip()):
-            if self.forgotten.find(conn, project, "next_step", text):
+            if self.forgotten.find(conn, project, "next_step", text, branch=branch):
                 continue  # a person forgot it (or edited its wording away): restating it does not reopen it
             for earlier in still_open:
                 if text_similarity(text, earlier["text"]) >= SAME_ITEM or covers(earlier["text"], text, at_least=0.8):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_anchor.core.redact import redact_text
 from memory_anchor.schemas.memory_model import GraphQuery, RelationIn
 from memory_anchor.worker.memory.common import DEFAULT_AGENT, agent_actor, now, to_epoch
 from memory_anchor.worker.store.db import Database
@@ -39,6 +40,9 @@ class RelationStore:
         actor = actor or agent_actor(agent_id)
         branch = relation.branch or MAIN
         view = resolve_view(conn, branch)
+        # Redacted before the keys are made of them: a key is the words lower-cased, which the
+        # storage door's redaction could no longer recognise as the secret they were.
+        relation = relation.model_copy(update={"subject": redact_text(relation.subject), "object": redact_text(relation.object)})
         subject, rel, obj = entity_key(relation.subject), relation_key(relation.relation), entity_key(relation.object)
         key = f"{subject}|{rel}|{obj}"
         existing, _ = Records.query(conn, view, filters={"kind": "relation", "fact_key": key, "project": relation.project}, limit=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.schemas.observations import ObservationDraft, WriteObservationRequest
-from memory_anchor.worker.capture.redact import sanitize
+from memory_anchor.core.redact import sanitize
 from memory_anchor.worker.store.records import MAIN, Records
 
 

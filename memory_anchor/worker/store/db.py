@@ -11,9 +11,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from memory_anchor.core.redact import redact_stored
 
 from memory_anchor.worker.store.cjk import SQL_FUNCTION, index_words
 from memory_anchor.worker.store.dialect import SQLITE
@@ -22,14 +25,38 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class Connection(sqlite3.Connection):
-    """A connection that knows when its current write transaction began.
+    """A connection that knows when its current write transaction began, and the storage door.
 
     Records stamp every row a transaction writes with that one time, so a
     timestamp `as_of` always falls between transactions, never inside one.
+    Every text an INSERT or UPDATE writes is redacted here (`stored_params`).
     """
 
     dialect = SQLITE
     transaction_started_at: float | None = None
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+        return super().execute(sql, stored_params(sql, parameters))
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> sqlite3.Cursor:  # type: ignore[override]
+        return super().executemany(sql, [stored_params(sql, p) for p in seq_of_parameters])
+
+
+_WRITES = ("INSERT", "UPDATE", "REPLACE", "UPSERT")
+
+
+def stored_params(sql: str, params: Any) -> Any:
+    """The parameters of a statement, with every text redacted when the statement writes.
+
+    The one place secrets are kept out of storage: whatever a layer above writes (a record's
+    text, data and metadata with their keys, a forget's reason, an actor, a branch's or a
+    snapshot's description, a proposal, an inbox payload) passes here on its way to disk,
+    on both engines (postgres/database.py calls this too). Reads are left alone."""
+    if not params or not sql.lstrip()[:7].upper().startswith(_WRITES):
+        return params
+    if isinstance(params, Mapping):
+        return {k: redact_stored(v) if isinstance(v, str) else v for k, v in params.items()}
+    return [redact_stored(v) if isinstance(v, str) else v for v in params]
 
 
 def connect(path: Path | str) -> Connection:
@@ -42,6 +69,10 @@ def connect(path: Path | str) -> Connection:
     # only an OS crash or power cut can lose the last commits.
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    # Bytes a DELETE or UPDATE frees are zeroed, not left in free pages and cells: a purged text
+    # (store/purge.py), a deleted branch's rows or a dropped inbox event must not stay readable
+    # in the file. Records are append-only, so it costs little (README: "Forgetting for good").
+    conn.execute("PRAGMA secure_delete=ON")
     conn.execute("PRAGMA foreign_keys=ON")
     # The keyword index's triggers call it (migration 0005_cjk_keywords): every connection that writes needs it.
     conn.create_function(SQL_FUNCTION, 1, index_words, deterministic=True)
@@ -83,6 +114,12 @@ class Database:
                 conn.execute("COMMIT")
             finally:
                 conn.transaction_started_at = None
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database and truncate it (after a purge: the pages
+        that held the purged text must not linger in the -wal file)."""
+        with self._write_lock:
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def reader(self) -> sqlite3.Connection:
         """A read connection for the calling thread (the writer's, inside a write)."""

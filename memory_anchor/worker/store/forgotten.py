@@ -6,18 +6,20 @@ from typing import Any
 
 
 def add(conn: Any, *, project: str, kind: str, item_id: str, text: str, key: str, action: str, actor: str,
-        reason: str | None, at: float) -> Any:  # fmt: skip
-    """Keep `text` out of memory from now on; returns the row."""
+        reason: str | None, at: float, branch: str, seq: int) -> Any:  # fmt: skip
+    """Keep `text` out of memory from now on, on `branch` as of `seq` (and on branches forked
+    from it after); returns the row."""
     return conn.execute(
-        """INSERT INTO forgotten(project, kind, item_id, text, key, action, actor, reason, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
-        (project, kind, item_id, text, key, action, actor, reason, at),
+        """INSERT INTO forgotten(project, kind, item_id, text, key, action, actor, reason, created_at, branch, seq)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+        (project, kind, item_id, text, key, action, actor, reason, at, branch, seq),
     ).fetchone()
 
 
 def seen(conn: Any, project: str, kind: str) -> tuple[Any, ...]:
-    """(count, highest id) of a project's entries of a kind: they change when an entry is added."""
-    return tuple(conn.execute("SELECT count(*), max(id) FROM forgotten WHERE project = ? AND kind = ?",
+    """(count, highest id, length of their texts) of a project's entries of a kind: they change when
+    an entry is added or purged."""
+    return tuple(conn.execute("SELECT count(*), max(id), sum(length(text)) FROM forgotten WHERE project = ? AND kind = ?",
                               (project, kind)).fetchone())  # fmt: skip
 
 

@@ -445,6 +445,16 @@ MEMORY_MODEL: list[Migration] = [
         CREATE INDEX forgotten_by_item ON forgotten(item_id);
         """,
     ),
+    (
+        "0104_forgotten_on_a_branch",
+        """
+        -- A forget holds on the branch it was made on and on branches forked from it after
+        -- `seq` (the write sequence then): forgetting on a fork leaves main as it was.
+        -- Earlier rows hold as they did: on main and on every branch (seq 0).
+        ALTER TABLE forgotten ADD COLUMN branch TEXT NOT NULL DEFAULT 'main';
+        ALTER TABLE forgotten ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
 BRANCHING: list[Migration] = [
     (

@@ -204,9 +204,14 @@ def _in_range(ts: float) -> float:
 
 
 def iso(ts: float | None) -> str | None:
+    """ISO 8601 of epoch seconds; None for a time no date can show (NaN, 1e308): a bad value a
+    store already holds (written before the door checked it) must not break every read of it."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def new_id() -> str:

@@ -22,7 +22,7 @@ from memory_anchor.schemas.observations import (
     shorten,
 )
 from memory_anchor.core.projects import relative
-from memory_anchor.worker.capture.redact import sanitize
+from memory_anchor.core.redact import sanitize
 from memory_anchor.worker.pipeline.compress.local import text_of
 from memory_anchor.worker.pipeline.compress.shell_files import only_shows
 from memory_anchor.worker.memory.outcomes import is_narration, is_plan

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_anchor.schemas.observations import ObservationDraft, SessionSummaryDraft
+from memory_anchor.core.redact import sanitize
 from memory_anchor.schemas.settings import Settings
-from memory_anchor.worker.capture.redact import sanitize
 from memory_anchor.worker.llm.client import LLMError, LLMUnavailable
 from memory_anchor.worker.pipeline.compress import claude, local
 

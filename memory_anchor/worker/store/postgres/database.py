@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from memory_anchor.worker.store.db import stored_params
 from memory_anchor.worker.store.dialect import POSTGRES
 from memory_anchor.worker.store.postgres.connect import (
     CONNECT_TIMEOUT_SECONDS,
@@ -86,7 +87,7 @@ class Connection:
         cursor = self.raw.cursor(row_factory=row_factory)
         try:
             # Always with parameters (even none): psycopg then formats the query, so a doubled `%` is one `%`.
-            return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in params or ()))
+            return cursor.execute(to_psycopg(sql), tuple(_storable(value) for value in stored_params(sql, params) or ()))
         except psycopg.errors.CheckViolation as exc:
             # The team database fixes a record's privacy by its first version (postgres/schema.py):
             # asking to change it is the request's to correct, not an internal error.

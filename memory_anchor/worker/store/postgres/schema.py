@@ -767,6 +767,14 @@ MIGRATIONS: list[Migration] = [
             WITH CHECK (author = current_user);
         """,
     ),
+    (
+        "0012_forgotten_on_a_branch",
+        """
+        -- SQLite's 0104: a forget holds on its branch and on branches forked from it after `seq`.
+        ALTER TABLE forgotten ADD COLUMN branch TEXT NOT NULL DEFAULT 'main';
+        ALTER TABLE forgotten ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
 
 # Two `storage init` runs at once must not both apply a migration.

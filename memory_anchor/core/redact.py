@@ -22,6 +22,7 @@ matches a pattern, so redacting twice is the same as redacting once.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from collections import Counter
@@ -500,12 +501,16 @@ def is_secret_key(key: str) -> bool:
 
 
 def _walk(value: Any, on_text: Callable[[str], str], on_secret_key: bool, max_items: int | None = None) -> Any:
-    """`value` with `on_text` applied to every string; lists cut to `max_items` if given."""
+    """`value` with `on_text` applied to every string; lists cut to `max_items` if given. With
+    `on_secret_key`, an object's keys are redacted too: a key is free text to whoever wrote the
+    object (`{"sk-ant-...": "token of the staging bot"}` is a secret at rest all the same)."""
     if isinstance(value, str):
         return on_text(value)
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
+            if on_secret_key and isinstance(key, str):
+                key = redact_text(strip_private(key))
             if (
                 on_secret_key
                 and isinstance(key, str)
@@ -534,8 +539,30 @@ def _more_items(count: int) -> str:
 
 
 def redact(value: Any) -> Any:
-    """Redact secrets in a string or anywhere inside a JSON-like dict/list."""
+    """Redact secrets in a string or anywhere inside a JSON-like dict/list, keys included."""
     return _walk(value, lambda text: redact_text(strip_private(text)), on_secret_key=True)
+
+
+def redact_stored(value: str) -> str:
+    """A text column's value as it may be stored: secrets redacted, and when it is a JSON object or
+    array (a record's data or metadata, an event's payload), inside it too, keys included.
+
+    The storage door (memory_anchor/worker/store/db.py) passes every text it writes through
+    here, so no writer can forget: reasons, actors, subjects, tags, descriptions, metadata.
+    Text with nothing a rule or a secret key name could match comes back as it is, unparsed.
+    """
+    if not value or not (_may_hold_secret(value) or "cookie" in value.lower()):
+        return value
+    head = value.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, (dict, list)):
+            cleaned = _walk(parsed, redact_text, on_secret_key=True)
+            return value if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
+    return redact_text(value)
 
 
 # --- truncation -----------------------------------------------------------------
