@@ -207,9 +207,6 @@ class Corrections:
         project (the MCP tools give theirs) must not close or rewrite another project's steps."""
         number = _step_number(ref)
         row = store_steps.step(conn, number)
-        if row is None:
-            raise NotFound(f"no next step {number}")
-        row = conn.execute("SELECT * FROM open_items WHERE id = ?", (number,)).fetchone()
         if row is None or (project is not None and row["project"] != project):
             raise NotFound(f"no next step {number}" + (f" in {project}" if project is not None else ""))
         step = _step(row)
