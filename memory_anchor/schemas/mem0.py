@@ -4,8 +4,8 @@ Routes: /v1/ping/, /v3/memories/add/, /v3/memories/ (get_all), /v3/memories/sear
 /v1/memories/{id}/ (GET, PUT, DELETE), /v1/memories/{id}/history/, /v1/memories/ (DELETE),
 /v1/entities/, /v2/entities/{type}/{name}/ and /v1/batch/. Fields mem0 sends that have
 no meaning here (categories, instructions, expiration, ...) are accepted and ignored,
-so a mem0 program runs unchanged; each model says which. An add answers with
-`memory_anchor.schemas.memories.AddMemoryResponse`, as `POST /api/v1/memories` does.
+so a mem0 program runs unchanged; each model says which. A message and an add's
+answer are the same models as `POST /api/v1/memories` takes and gives (`schemas/memories.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_anchor.schemas.filters import TIME_RANGE, FilterObject, filters_field
+from memory_anchor.schemas.memories import Message
 
 EntityType = Literal["user", "agent", "app", "run"]
 
@@ -24,15 +25,10 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class Mem0Message(BaseModel):
-    role: str = Field("user", max_length=100)
-    content: str = Field(description="The message text")
-
-
 class Mem0AddRequest(_Lenient):
     """`POST /v3/memories/add/`: store the messages (one memory each) or, with infer, the facts in them."""
 
-    messages: list[Mem0Message] = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1)
     user_id: str | None = None
     agent_id: str | None = None
     app_id: str | None = Field(None, description="Kept as the memory's metadata.app_id")

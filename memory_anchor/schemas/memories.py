@@ -11,8 +11,10 @@ from memory_anchor.schemas.filters import AsOf, FilterObject, Timestamp, filters
 
 
 class Message(BaseModel):
-    role: str = "user"
-    content: str
+    """One message to remember, as mem0 takes it (here and on mem0's platform routes)."""
+
+    role: str = Field("user", max_length=100)
+    content: str = Field(description="The message text")
 
 
 class AddMemoryRequest(BaseModel):
