@@ -12,7 +12,8 @@ transcript reader (transcript.py), becomes what the hooks would have posted:
   `tool_use_id`; a subagent's tool uses carry its `agent_id` and `agent_type`,
   as the hooks of Claude Code 2.1.197 and later do;
 - Stop at the end of each turn, `last_assistant_message` Claude's last text of
-  the turn; SessionEnd after the last line.
+  the turn (and `assistant_messages`, all its texts of the turn); SessionEnd after
+  the last line.
 
 Each event keeps the time of the transcript line it comes from (`at`), and an
 id made of that line's uuid, so importing the same history again is a no-op in
@@ -195,6 +196,7 @@ class _Session:
         """The main conversation's events; the last is SessionEnd."""
         uses: dict[str, ToolUse] = {}
         last: Turn | None = None  # Claude's last turn with text in the current turn of the conversation
+        said: list[str] = []  # every text of Claude's in the current turn of the conversation
         in_turn = False
         latest = None
         for turn in self.turns:
@@ -204,8 +206,8 @@ class _Session:
                 continue
             if turn.is_prompt or turn.role == "notice":
                 if in_turn:
-                    yield self._stop(last, turn)
-                in_turn, last = True, None
+                    yield self._stop(last, turn, said)
+                in_turn, last, said = True, None, []
                 if turn.is_prompt:
                     yield HistoryEvent(self.payload("UserPromptSubmit", prompt=turn.text),
                                        _event_id(turn.uuid, "prompt", self.session_id, turn.timestamp), _epoch(turn.timestamp))  # fmt: skip
@@ -213,19 +215,25 @@ class _Session:
                 in_turn = True
                 if turn.text:
                     last = turn
+                    said.append(turn.text)
             yield from self._tool_events(turn, uses)
         if in_turn:
-            yield self._stop(last, None)
+            yield self._stop(last, None, said)
         end = last.last_uuid if last else None
         yield HistoryEvent(self.payload("SessionEnd", reason="other"),
                            _event_id(end, "end", self.session_id, latest), _epoch(latest))  # fmt: skip
 
-    def _stop(self, last: Turn | None, following: Turn | None) -> HistoryEvent:
-        """Stop at the end of a turn: Claude's last text then, at its time (else just before the next turn)."""
+    def _stop(self, last: Turn | None, following: Turn | None, said: list[str]) -> HistoryEvent:
+        """Stop at the end of a turn: Claude's last text then, at its time (else just before the next turn).
+
+        It also carries every text Claude wrote in that turn (`assistant_messages`), which a live Stop's
+        worker reads from the transcript itself: here the reader has the turn at hand, and reading the
+        whole file again at each Stop of an import would cost a read of it per turn."""
         at = (last.ended_at if last else None) or (following.timestamp if following else None)
         key = last.last_uuid if last else (following.uuid if following else None)
         return HistoryEvent(
-            self.payload("Stop", stop_hook_active=False, last_assistant_message=last.text if last else ""),
+            self.payload("Stop", stop_hook_active=False, last_assistant_message=last.text if last else "",
+                         assistant_messages=list(said)),
             _event_id(key, "stop", self.session_id, at), _epoch(at),
         )  # fmt: skip
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from memory_anchor.worker.store.records import MAIN, NotFound, Records, resolve_view
 
-TIMELINE_KINDS = ["prompt", "observation", "summary", "event", "fact", "memory", "relation"]
+TIMELINE_KINDS = ["prompt", "transcript", "observation", "summary", "event", "fact", "memory", "relation"]
 
 
 class Timeline:

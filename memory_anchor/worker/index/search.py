@@ -49,7 +49,12 @@ How a search runs:
 queries: the cosine similarity of the hit to the query when the vector search
 found it; for hits found only by their words (and in keyword mode) half their
 fused score relative to the best hit (at most 0.5); 0 for fallback hits. The
-order of hits is the fused ranking, so scores need not be monotonic.
+order of hits is the fused ranking; a hit's score is capped at the score of the
+hit before it, so scores never rise down the list.
+
+The same memory is returned once: hits whose text is the same (case, spacing and
+times aside; `same_key`) are one hit, the best ranked, with `count` saying how
+many records said it.
 """
 
 from __future__ import annotations
@@ -366,18 +371,46 @@ class SearchService:
             scored.append((score, seq, found or "context"))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         top = scored[0][0] if scored else 1.0
-        hits = []
-        full = Records.by_seqs(conn, [seq for _, seq, _ in scored[:top_k]])
-        for score, seq, found in scored[:top_k]:
-            record = full.get(seq)
-            if record is None:  # removed meanwhile (a deleted branch)
-                continue
-            # Absolute meaning for thresholds: relevance of the best list score, not rank-relative.
-            found_dense = candidates.get(seq)
-            raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None
-            record["score"] = round(_clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5), 4)
-            record["match"] = found
-            hits.append(record)
+        hits: list[dict[str, Any]] = []
+        same: dict[str, dict[str, Any]] = {}  # what a hit says -> the hit that says it first
+        shown: set[tuple[str, str]] = set()
+        ceiling = 1.0
+        position = 0
+        while position < len(scored) and len(hits) < top_k:
+            # A window at a time: most searches fill top_k from the first; repeats take more.
+            window = scored[position : position + max(top_k, 10) * 2]
+            position += len(window)
+            full = Records.by_seqs(conn, [seq for _, seq, _ in window])
+            for score, seq, found in window:
+                record = full.get(seq)
+                if record is None:  # removed meanwhile (a deleted branch)
+                    continue
+                key = same_key(record)
+                if key in same:  # the same memory said again: counted on the first, not shown twice
+                    same[key]["count"] += 1
+                    continue
+                if len(hits) >= top_k:
+                    continue
+                # Absolute meaning for thresholds: relevance of the best list score, not rank-relative;
+                # never above the hit ranked before it, so scores read in the order hits come.
+                found_dense = candidates.get(seq)
+                raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None
+                value = _clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5)
+                ceiling = min(ceiling, value)
+                record["score"] = round(ceiling, 4)
+                record["match"] = found
+                record["count"] = 1
+                same[key] = record
+                shown.add((record["kind"], _head_key(record.get("text"))))
+                hits.append(record)
+        # Repeats of a shown hit further down the candidates count too (their text fetched only
+        # when they begin like one).
+        rest = [seq for _, seq, _ in scored[position:] if (records[seq]["kind"], _head_key(records[seq].get("head"))) in shown]
+        if rest:
+            for record in Records.by_seqs(conn, rest).values():
+                hit = same.get(same_key(record))
+                if hit is not None:
+                    hit["count"] += 1
         return hits
 
     def _add_neighbour_context(self, conn, view: View, scope: "_Scope", records: dict, relevance: dict) -> None:
@@ -704,6 +737,21 @@ def _as_tuple(value: Any) -> tuple[str, ...]:
 
 
 # --- scoring helpers ----------------------------------------------------------------
+
+
+_VOLATILE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+
+
+def same_key(record: dict[str, Any]) -> str:
+    """What a record says, for telling repeats apart: its kind and text, case, spacing and times aside.
+    Two records with one key are one memory said twice (a prompt sent again, a test run repeated)."""
+    text = _VOLATILE.sub("", str(record.get("text") or record.get("title") or ""))
+    return f"{record.get('kind')}:{' '.join(text.lower().split())}"
+
+
+def _head_key(text: Any) -> str:
+    """The first 48 characters of a record's text as `same_key` reads them (what the light rows hold)."""
+    return " ".join(_VOLATILE.sub("", str(text or "")[:48]).lower().split())[:24]
 
 
 def _normalise(scores: dict[int, float]) -> dict[int, float]:
