@@ -169,7 +169,7 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         figures.update(events=report.events, accepted=report.accepted, refused=len(report.refused),
                        import_seconds=report.indexed_seconds, processed_seconds=report.processed_seconds,
                        sent_seconds=report.sent_seconds, **worker_process(run.data_dir))  # fmt: skip
-        last_session = run.client.get(f"/api/v1/sessions/{_session_id(files[-1])}")
+        last_session = _last_session_in_a_project(run, files)
         cwd, project = last_session.get("cwd") or str(run.work), last_session["project"]
         briefing = run.context_at(cwd, via)
         parts = sections(briefing)
@@ -213,6 +213,20 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
     figures["written"] = {"sessions": len(written), "recall": sum(r["recall"] for r in written),
                           "search": sum(r["search"] for r in written)}  # fmt: skip
     return figures
+
+
+def _last_session_in_a_project(run, files: list[Path]) -> dict[str, Any]:
+    """The latest session that has a project: a transcript of only a local command's caveat gives
+    a session with no working directory, and its briefing would be that of no project."""
+    session: dict[str, Any] = {}
+    for path in reversed(files):
+        try:
+            session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        except WorkerError:
+            continue
+        if session.get("project"):
+            return session
+    return session
 
 
 def standing_statements_of_every_project(run, files: list[Path], via: str) -> dict[str, list[dict[str, Any]]]:

@@ -21,7 +21,7 @@ import re
 
 PASSAGE_CHARS = 600  # about what the embedding model reads (128 tokens)
 MIN_WORDS = 14
-PER_TURN = 4
+PER_TURN = 6
 MAX_TEXT_CHARS = 20_000  # of one message: a longer one is a document Claude wrote out, its head says enough
 _LEAD_IN = 160  # a passage this short that ends with ":" introduces what follows (a tool call, a list)
 _WORD = re.compile(r"\w[\w'./-]*", re.UNICODE)
