@@ -70,9 +70,9 @@ def test_the_session_survives_a_worker_restart(tmp_path, protocol):
             async with ClientSession(read, write) as client:
                 await _open(client, protocol)
                 await client.call_tool("memory_write_fact", {"fact_text": "The deploy script lives in ops/deploy.sh"})
-                before = await client.call_tool("memory_search", {"query": "deploy script"})
+                before = await client.call_tool("search", {"query": "deploy script"})
                 first.stop()  # the worker goes away between two calls
-                after = await client.call_tool("memory_search", {"query": "deploy script"})
+                after = await client.call_tool("search", {"query": "deploy script"})
                 tools = await client.list_tools()
                 return before, after, tools
 
@@ -80,7 +80,7 @@ def test_the_session_survives_a_worker_restart(tmp_path, protocol):
     try:
         assert not before.is_error and "ops/deploy.sh" in _text(before)
         assert not after.is_error and "ops/deploy.sh" in _text(after), _text(after)
-        assert "memory_search" in {t.name for t in tools.tools}
+        assert "search" in {t.name for t in tools.tools}
         restarted = json.loads((data_dir / "worker.json").read_text())
         assert restarted["pid"] != first.process.pid
     finally:
@@ -163,7 +163,7 @@ def test_an_older_client_gets_its_own_protocol_version(tmp_path):
              "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "deploy"}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "deploy"}}},
         ]  # fmt: skip
         bridge = _bridge(_env(worker.data_dir))
         process = subprocess.Popen([bridge.command, *bridge.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -180,7 +180,7 @@ def test_an_older_client_gets_its_own_protocol_version(tmp_path):
             process.stdin.close()
             process.wait(timeout=30)
         assert answers[1]["result"]["protocolVersion"] == "2025-03-26"
-        assert "memory_search" in {t["name"] for t in answers[2]["result"]["tools"]}
+        assert "search" in {t["name"] for t in answers[2]["result"]["tools"]}
         assert answers[3]["result"]["isError"] is False
     finally:
         worker.stop()

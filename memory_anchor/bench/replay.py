@@ -12,6 +12,8 @@ the real `mcp` client and the stdio bridge .mcp.json starts), it prints:
 - for the sessions of the folder's `probes.jsonl` that changed files: whether per-prompt
   recall, and the search's top 10, name a file the session changed when asked how its
   issue was fixed;
+- the folder's `qa.jsonl` questions asked through per-prompt recall and search, and questions
+  whose answer memory lacks through recall (memory_anchor/bench/qa.py);
 - the briefing's size, and whether its session lines name the last five sessions'
   subjects and changed files; whether Claude Code's own text shows as the user's words;
 - import time (until everything is processed and embedded), the worker's CPU seconds
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_anchor.bench import qa
 from memory_anchor.client.worker_client import WorkerError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +169,7 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         figures.update(events=report.events, accepted=report.accepted, refused=len(report.refused),
                        import_seconds=report.indexed_seconds, processed_seconds=report.processed_seconds,
                        sent_seconds=report.sent_seconds, **worker_process(run.data_dir))  # fmt: skip
-        last_session = run.client.get(f"/api/v1/sessions/{_session_id(files[-1])}")
+        last_session = _last_session_in_a_project(run, files)
         cwd, project = last_session.get("cwd") or str(run.work), last_session["project"]
         briefing = run.context_at(cwd, via)
         parts = sections(briefing)
@@ -197,6 +200,9 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
                               "search": names_a_file(s, p.files), "search_answer": s[:600],
                               "written": bool(set(p.files) & written_files(by_id[p.session_id]))}
                              for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+        figures["qa"] = qa.measure(qa.read_questions(folder), lambda q: run.recall_at(cwd, q, via),
+                                   lambda q: run.client.post("/api/v1/memories/search", {"query": q, "top_k": 10,
+                                                             "filters": {"project": project}})["results"])  # fmt: skip
         if labels:
             figures["all_rules"] = standing_statements_of_every_project(run, files, via)
         figures.update({f"after_{k}": v for k, v in worker_process(run.data_dir).items()})
@@ -207,6 +213,20 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
     figures["written"] = {"sessions": len(written), "recall": sum(r["recall"] for r in written),
                           "search": sum(r["search"] for r in written)}  # fmt: skip
     return figures
+
+
+def _last_session_in_a_project(run, files: list[Path]) -> dict[str, Any]:
+    """The latest session that has a project: a transcript of only a local command's caveat gives
+    a session with no working directory, and its briefing would be that of no project."""
+    session: dict[str, Any] = {}
+    for path in reversed(files):
+        try:
+            session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        except WorkerError:
+            continue
+        if session.get("project"):
+            return session
+    return session
 
 
 def standing_statements_of_every_project(run, files: list[Path], via: str) -> dict[str, list[dict[str, Any]]]:
@@ -284,6 +304,7 @@ def goals(figures: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
                                                    len(figures["last_sessions"]["named"]) >= min(GOALS["last_sessions"], figures["sessions"])),
         "Claude Code text as the user's words": (len(figures["claude_code_text"]), "0", not figures["claude_code_text"]),
     }  # fmt: skip
+    rows.update(qa.goals(figures["qa"]))
     seconds = figures.get("import_seconds")
     rows["import seconds (processed + embedded)"] = (None if seconds is None else round(seconds, 1),
                                                      f"<= {GOALS['import_seconds']:.0f} quiet", seconds is not None and seconds <= GOALS["import_seconds"])  # fmt: skip
@@ -332,6 +353,7 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     if missed is not None:  # what a miss looks like: the search's own answer, for a reader to judge
         print(f"  the search's answer to the first it missed ({missed['title']}):\n    "
               + missed["search_answer"].replace("\n", "\n    "))  # fmt: skip
+    qa.report(figures["qa"])
     if show_briefing:
         print("\n" + figures["briefing"])
     print(f"\n{'goal':42} {'measured':>10}  goal")

@@ -19,6 +19,7 @@ BENCHES = {
     "search": "keyword and hybrid search in process at N memories, with and without filters: SQLite beside PostgreSQL",
     "context": "next-session briefing: planted rules/decisions/root causes/next steps found, repeats, tokens, recall",
     "replay": "a folder of real transcripts imported: the rules briefed and their sources, next steps, facts, "
+              "its qa.jsonl questions answered by recall and search, "
     "recall and search naming the changed files, briefing size, import time, worker RSS",
     "staleness": "memories about code after scripted git histories: stale marked, fresh wrongly marked, next steps "
                  "closed by commits, time added to SessionStart",

@@ -51,7 +51,10 @@ def _line(record: dict) -> str:
     when = (record.get("happened_at") or "")[:16].replace("T", " ")
     text = " ".join((record.get("title") or record.get("memory") or "").split())[:120]
     score = f" {record['score']:.3f}" if record.get("score") is not None else ""
-    return f"{record['id'][:8]} {when} [{record.get('kind')}/{record.get('type') or '-'}]{score} {text}"
+    # A search returns a memory said several times once, and folds more hits under one title.
+    said = f" (said {record['count']} times)" if (record.get("count") or 1) > 1 else ""
+    similar = f" (+{record['similar']} more like it)" if record.get("similar") else ""
+    return f"{record['id'][:8]} {when} [{record.get('kind')}/{record.get('type') or '-'}]{score} {text}{said}{similar}"
 
 
 def search_memory(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ FIELD_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "PreCompact": {**_COMMON, "trigger": _S, "custom_instructions": _S},
     "Stop": {**_COMMON, "stop_hook_active": ("boolean", "null"), "last_assistant_message": _S,
-             "background_tasks": ("array", "null")},
+             "background_tasks": ("array", "null"), "assistant_messages": ("array", "null")},
     "SessionEnd": {**_COMMON, "reason": _S},
 }
 

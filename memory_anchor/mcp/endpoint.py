@@ -11,7 +11,8 @@ JSON-RPC in both directions, as on stdio, into the SDK's own server session.
 Importing this module loads the `mcp` SDK, so the worker does it only when
 the first bridge connects.
 
-Adding an area (e.g. issue 4's memory model, issue 5's branches):
+Adding an area (only for what a model needs in every session: each tool's description costs
+context tokens in every session):
   1. write `memory_anchor/mcp/tools/<area>.py`:
          from memory_anchor.mcp.app import mcp
          from memory_anchor.mcp.worker_gateway import call
@@ -32,11 +33,13 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
 from memory_anchor.mcp.app import mcp
-from memory_anchor.mcp.tools import memories  # noqa: F401  seed 004 §3.1: memory_write_*, memory_search, memory_timeline
+# The few tools a model needs, each costing context tokens in every session: one way to ask
+# memory (search, then timeline and get_observations), one way to write a lasting fact, and the
+# user's corrections. Branches, snapshots, identity, the event log, active context and the graph
+# are for people and orchestrators: the CLI and the REST API serve them.
 from memory_anchor.mcp.tools import search  # noqa: F401  progressive disclosure: search, timeline, get_observations
-from memory_anchor.mcp.tools import branches  # noqa: F401  issue 5: memory_branch_*, memory_snapshot*, memory_time_travel
-from memory_anchor.mcp.tools import memory_model  # noqa: F401  issue 4: seed 002 §6 memory model tools
-from memory_anchor.mcp.tools import corrections  # noqa: F401  issue 25: forget_memory, edit_memory
+from memory_anchor.mcp.tools import memories  # noqa: F401  memory_write_fact
+from memory_anchor.mcp.tools import corrections  # noqa: F401  forget_memory, edit_memory
 from memory_anchor.mcp.worker_gateway import SessionContext, enter_session
 
 

@@ -1,7 +1,8 @@
 """Text the model reads: a compact index line per hit, full detail only on request.
 
-Progressive disclosure is about tokens: an index line is ~20-40 words
-(id, time, type, title, score), details are everything the record holds.
+Progressive disclosure is about tokens: a search hit is an index line (id, time,
+type, title, score, how often it was said) and the start of its text (~60-90
+words in all); details are everything the record holds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from memory_anchor.schemas.observations import shorten
 
 TITLE_CHARS = 100
 TEXT_CHARS = 300
+SNIPPET_CHARS = 220
 
 
 def record(raw: dict[str, Any]) -> RecordOut:
@@ -48,9 +50,37 @@ def by(rec: RecordOut) -> str:
     return f" | by subagent {subagent.get('type') or subagent.get('id')}"
 
 
+def repeats(rec: RecordOut) -> str:
+    """" | said 3 times" for a memory stored more than once, " | +8 more like it" for others folded under
+    its title (the search returns each once: memory_anchor/worker/index/search.py)."""
+    extra = rec.model_extra or {}
+    parts = []
+    if isinstance(extra.get("count"), int) and extra["count"] > 1:
+        parts.append(f"said {extra['count']} times")
+    if isinstance(extra.get("similar"), int) and extra["similar"] > 0:
+        parts.append(f"+{extra['similar']} more like it")
+    return "".join(f" | {part}" for part in parts)
+
+
 def index_line(rec: RecordOut) -> str:
     score = f" | score {rec.score:.2f}" if rec.score is not None else ""
-    return f"- {rec.id} | {when(rec)} | {label(rec)}{by(rec)} | {title(rec)}{score}{code_mark(rec)}"
+    return f"- {rec.id} | {when(rec)} | {label(rec)}{by(rec)} | {title(rec)}{score}{repeats(rec)}{code_mark(rec)}"
+
+
+def snippet(rec: RecordOut, limit: int = SNIPPET_CHARS) -> str:
+    """The start of what the record says beyond its title, on one line: enough to tell hits apart
+    and often to answer, without fetching the details."""
+    text = " ".join((rec.memory or "").split())
+    head = " ".join((rec.title or "").split()) or title(rec).rstrip("…")  # what the index line showed
+    if head and text.startswith(head):
+        text = text[len(head):].lstrip(" :-|")
+    return shorten(text, limit) if text else ""
+
+
+def hit_lines(rec: RecordOut) -> str:
+    """A search hit: its index line, then its snippet indented."""
+    more = snippet(rec)
+    return index_line(rec) + (f"\n  {more}" if more else "")
 
 
 def text_line(rec: RecordOut) -> str:

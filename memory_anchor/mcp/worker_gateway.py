@@ -39,7 +39,6 @@ class SessionContext:
     branch: str = ""  # MEMORY_ANCHOR_BRANCH of the session
     agent_id: str = ""  # MEMORY_ANCHOR_AGENT_ID: the X-Memory-Anchor-Agent header
     agent: str = ""  # MEMORY_ANCHOR_AGENT: the memory model's agent id
-    switched_branch: str | None = None  # set by `memory_branch_switch` for the rest of the session
 
     @classmethod
     def from_environment(cls) -> SessionContext:
@@ -111,15 +110,9 @@ def project_scope(project: str | None) -> str | None:
     return project or current_project()
 
 
-def set_session_branch(branch: str | None) -> None:
-    """`memory_branch_switch` (tools/branches.py): the switch holds for the rest of this session's calls."""
-    current_session().switched_branch = branch
-
-
 def branch_scope(branch: str | None) -> str | None:
-    """The memory branch to read/write: the argument, else a switch, else the session's (MEMORY_ANCHOR_BRANCH)."""
-    session = current_session()
-    return branch or session.switched_branch or session.branch or None
+    """The memory branch to read/write: the argument, else the session's (MEMORY_ANCHOR_BRANCH)."""
+    return branch or current_session().branch or None
 
 
 def session_id() -> str | None:

@@ -69,9 +69,10 @@ class Settings(BaseModel):
         True, description="Check memories against the git working tree when they are shown (marks, demoted facts, "
         "next steps closed by commits); off, memories are shown as they were written.")  # fmt: skip
     prompt_recall_threshold: float = Field(
-        0.55, description="Minimum score for a memory to be added to a prompt."
+        0.50, description="Minimum similarity (cosine, 0..1) for a memory to be added to a prompt on its meaning "
+        "alone; one that shares the prompt's words too needs 0.40."
     )
-    prompt_recall_limit: int = Field(3, description="At most this many memories per prompt.")
+    prompt_recall_limit: int = Field(3, description="At most this many memories per prompt (a question gets two more).")
 
     # Branches and agents
     default_branch: str = Field("main", description="Branch a session writes to by default.")

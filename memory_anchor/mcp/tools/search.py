@@ -1,7 +1,8 @@
 """Progressive-disclosure retrieval: search → timeline → get_observations.
 
-The three steps cost ~50-100 tokens per search hit, a few hundred for a
-timeline window, and full detail only for the ids the model picks.
+The one way Claude asks memory. The three steps cost ~60-100 tokens per search
+hit, a few hundred for a timeline window, and full detail only for the ids the
+model picks.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _search(
 
 @mcp.tool(structured_output=False)  # plain text: compact for the model
 def search(
-    query: Annotated[str, Field(min_length=1, description="What you are looking for, in plain words")],
+    query: Annotated[str, Field(min_length=1, description="What you want to know, in plain words (a question works)")],
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
     type: Annotated[
         str | None,
@@ -58,19 +59,22 @@ def search(
     date_end: Annotated[str | None, Field(description="Only before this date (ISO 8601)")] = None,
     project: Annotated[str | None, Field(description='Project path; default this project, "*" = all')] = None,
     kind: Annotated[
-        str | None, Field(description="Record kind: observation, prompt, summary, fact, event, memory")
+        str | None,
+        Field(description="Record kind: observation (a tool use), prompt, transcript (Claude's replies), summary, fact, event, memory"),
     ] = None,
-    mode: SearchMode = "hybrid",
+    mode: Annotated[SearchMode, Field(description='"keyword" for exact identifiers, error codes, file names')] = "hybrid",
     branch: Annotated[str | None, Field(description="Memory branch (default: this session's)")] = None,
 ) -> str:
-    """Search this project's long-term memory and get a compact index of matches.
+    """Ask this project's long-term memory: what earlier sessions did, said, found and decided.
 
-    Use it first whenever earlier work might help: "how did we fix X?", "what did
-    we decide about Y?", "have we seen this error before?", "what changed in
-    file Z?", or when the user refers to something from a previous session.
-    Each hit is one line: id | time | kind/type | title | score. Then call
+    Use it whenever earlier work might help: "how did we fix X?", "why did we choose Y?",
+    "what failed when we tried Z?", "where does W live?", "have we seen this error before?",
+    or when the user refers to something from a previous session. Memory holds the user's
+    prompts, every tool use, Claude's replies (explanations, reasons, failed attempts),
+    session summaries and facts. Each hit is an index line (id | time | kind/type | title |
+    score, and how often it was said) with the start of its text; best first. Then call
     `timeline` around a promising id for what happened before and after, and
-    `get_observations` with the few ids whose full details you need.
+    `get_observations` for the full details of the few ids you need.
     """
     hits = _search(
         query, limit=limit, type=type, kind=kind, date_start=date_start, date_end=date_end,
@@ -78,8 +82,8 @@ def search(
     )  # fmt: skip
     if not hits:
         return f"No memories match {query!r}."
-    return f"{len(hits)} memories for {query!r} (get details with get_observations):\n" + "\n".join(
-        render.index_line(hit) for hit in hits
+    return f"{len(hits)} memories for {query!r}, best first (details with get_observations):\n" + "\n".join(
+        render.hit_lines(hit) for hit in hits
     )
 
 

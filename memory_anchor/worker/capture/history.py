@@ -12,7 +12,8 @@ transcript reader (transcript.py), becomes what the hooks would have posted:
   `tool_use_id`; a subagent's tool uses carry its `agent_id` and `agent_type`,
   as the hooks of Claude Code 2.1.197 and later do;
 - Stop at the end of each turn, `last_assistant_message` Claude's last text of
-  the turn; SessionEnd after the last line.
+  the turn (and `assistant_messages`, all its texts of the turn); SessionEnd after
+  the last line.
 
 Each event keeps the time of the transcript line it comes from (`at`), and an
 id made of that line's uuid, so importing the same history again is a no-op in
@@ -247,6 +248,7 @@ class _Session:
         """The main conversation's events; the last is SessionEnd."""
         uses: dict[str, ToolUse] = {}
         last: Turn | None = None  # Claude's last turn with text in the current turn of the conversation
+        said: list[str] = []  # every text of Claude's in the current turn of the conversation
         in_turn = False
         latest: float | None = None  # the latest time a line gave that a date can show
         for turn in self.turns:
@@ -256,8 +258,8 @@ class _Session:
                 continue
             if turn.is_prompt or turn.role == "notice":
                 if in_turn:
-                    yield self._stop(last, turn, latest)
-                in_turn, last = True, None
+                    yield self._stop(last, turn, said, latest)
+                in_turn, last, said = True, None, []
                 if turn.is_prompt:
                     yield HistoryEvent(self.payload("UserPromptSubmit", prompt=turn.text),
                                        _event_id(turn.uuid, "prompt", self.session_id, turn.timestamp), _epoch(turn.timestamp))  # fmt: skip
@@ -265,20 +267,26 @@ class _Session:
                 in_turn = True
                 if turn.text:
                     last = turn
+                    said.append(turn.text)
             yield from self._tool_events(turn, uses)
         if in_turn:
-            yield self._stop(last, None, latest)
+            yield self._stop(last, None, said, latest)
         # One SessionEnd per session, whatever the transcript holds when it is read: a transcript
         # still being written, imported again, must not end its session once more.
         yield HistoryEvent(self.payload("SessionEnd", reason="other"), f"{ID_PREFIX}:{self.session_id}:end", latest)
 
-    def _stop(self, last: Turn | None, following: Turn | None, known: float | None) -> HistoryEvent:
+    def _stop(self, last: Turn | None, following: Turn | None, said: list[str], known: float | None) -> HistoryEvent:
         """Stop at the end of a turn: Claude's last text then, at its time (else just before the next
-        turn; else the last time the transcript gave, never the import's own time)."""
+        turn; else the last time the transcript gave, never the import's own time).
+
+        It also carries every text Claude wrote in that turn (`assistant_messages`), which a live Stop's
+        worker reads from the transcript itself: here the reader has the turn at hand, and reading the
+        whole file again at each Stop of an import would cost a read of it per turn."""
         stamp = (last.ended_at if last else None) or (following.timestamp if following else None)
         key = last.last_uuid if last else (following.uuid if following else None)
         return HistoryEvent(
-            self.payload("Stop", stop_hook_active=False, last_assistant_message=last.text if last else ""),
+            self.payload("Stop", stop_hook_active=False, last_assistant_message=last.text if last else "",
+                         assistant_messages=list(said)),
             _event_id(key, "stop", self.session_id, stamp), _epoch(stamp) or known,
         )  # fmt: skip
 

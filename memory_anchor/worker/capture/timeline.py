@@ -7,7 +7,7 @@ from typing import Any
 from memory_anchor.worker.store.records import MAIN, NotFound, Records, resolve_view
 from memory_anchor.worker.store.sessions import get_session, list_sessions
 
-TIMELINE_KINDS = ["prompt", "observation", "summary", "event", "fact", "memory", "relation"]
+TIMELINE_KINDS = ["prompt", "transcript", "observation", "summary", "event", "fact", "memory", "relation"]
 
 
 class Timeline:

@@ -26,8 +26,9 @@ What is Claude Code's own text, not the user's words, and so never a prompt:
   `<command-name>` entry of a built-in command (the one after a
   `<local-command-caveat>`: the hooks get no prompt for it), `<bash-input>` of
   the `!` shell mode, "[Request interrupted by user]";
-- `<task-notification>` (a background agent finished): it starts a turn, as the
-  hooks see it, but is a `notice`, not a prompt.
+- `<task-notification>` (a background agent finished) and a Stop hook's feedback
+  ("Stop hook feedback: ..."): it starts a turn, as the hooks see it, but is a
+  `notice`, not a prompt.
 A custom command's entry (`<command-name>/greet</command-name>
 <command-args>world</command-args>`) is what the user typed: "/greet world".
 Every other line type (attachment, queue-operation, api-request*, cost-state,
@@ -55,7 +56,9 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 # Text Claude Code writes into the conversation as if the user had said it.
 _CLAUDE_CODE_TEXT = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<bash-input>",
                      "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user")  # fmt: skip
-_NOTICES = ("<task-notification>",)
+# Claude Code's own text that starts a turn: a background agent finished, a hook's feedback that made
+# Claude go on (a Stop hook that blocked). No hook gets it as a prompt.
+_NOTICES = ("<task-notification>", "Stop hook feedback:", "SubagentStop hook feedback:")
 
 
 class TranscriptError(Exception):
@@ -308,6 +311,44 @@ def render_turns(turns: list[Turn], max_chars: int = 60_000, *, tool_result_char
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"…[{len(text) - limit} more chars]"
+
+
+TURN_BYTES = 2 * 1024 * 1024  # a turn just ended is at the end of its transcript
+
+
+def turn_texts(turns: list[Turn], last_message: str | None = None) -> list[str]:
+    """Claude's texts in the main conversation's turn that ended with `last_message` (else the
+    latest turn), oldest first: what it said between the prompt and the end of its answer.
+
+    The turn is found by its last text, from the end: by the time a Stop is processed the
+    transcript may already hold the next prompt."""
+    wanted = (last_message or "").strip()
+    end = None
+    for i in range(len(turns) - 1, -1, -1):
+        turn = turns[i]
+        if turn.role == "assistant" and turn.agent_id is None and turn.text:
+            if not wanted or turn.text.strip() == wanted:
+                end = i
+                break
+    if end is None:
+        return [wanted] if wanted else []
+    texts = []
+    for turn in reversed(turns[: end + 1]):
+        if turn.agent_id is not None:
+            continue
+        if turn.is_prompt or turn.role in ("notice", "summary"):
+            break
+        if turn.role == "assistant" and turn.text:
+            texts.append(turn.text)
+    return texts[::-1]
+
+
+def read_turn_texts(path: str | os.PathLike[str], last_message: str | None = None) -> list[str]:
+    """`turn_texts` of a live transcript (its last TURN_BYTES); the last message alone when unreadable."""
+    try:
+        return turn_texts(read_transcript(path, max_bytes=TURN_BYTES), last_message)
+    except TranscriptError:
+        return [last_message] if last_message and last_message.strip() else []
 
 
 def transcript_text(path: str | os.PathLike[str], max_chars: int = 60_000) -> str:

@@ -6,6 +6,10 @@ a rule as stated. The same thing said twice (the same test run three times)
 is one line. Standing rules and decisions come first when the prompt touches
 their subject ("how do we deploy the shop?" recalls "we deploy with fly.io"),
 matched on words (CJK by character pairs), not on the search score.
+Claude's replies of earlier sessions (an explanation, the reason for a choice,
+what failed) are recalled like any memory. A memory is added only when it is
+close to the prompt (`holds_an_answer`): recall stays quiet when memory holds
+nothing on the subject.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from memory_anchor.worker.memory.text import clip, line_key
 from memory_anchor.worker.store.present import record_to_wire
 from memory_anchor.worker.store.records import resolve_view
 
-RECALL_KINDS = ["observation", "summary", "fact", "event", "memory"]
+RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript"]
+AGREED = 0.40  # the least cosine a hit whose words the prompt shares may have (see holds_an_answer)
+QUESTION_EXTRA = 2  # lines a question gets beyond the limit: what it asks may be said in a few places
 MAX_RULES = 3
 MAX_SESSIONS = 2
 SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
@@ -42,16 +48,16 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     rules = [f for f in matching_rules(conn, view, project, request.prompt)
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
     sessions = [s for s in named_sessions(services, view, project, request.prompt) if s.get("session_id") != request.session_id]
-    limit = settings.prompt_recall_limit
+    limit = settings.prompt_recall_limit + (QUESTION_EXTRA if asks(request.prompt) else 0)
     hits = services.search().search(
         request.prompt,
         view,
         filters={"project": project or None, "kind": RECALL_KINDS},
         top_k=limit * 3,  # room for the repeats dropped below
-        threshold=settings.prompt_recall_threshold,
         mode="hybrid",
         fallback=False,
     )
+    hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold)]
     # The prompt itself was just captured; recalling it back is noise.
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
     forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
@@ -76,6 +82,24 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     return {"context": context, "results": [record_to_wire(r) for r in results]}
 
 
+def asks(prompt: str) -> bool:
+    """A question (in any script's question mark): it gets a few more lines than a task does."""
+    return "?" in prompt or "？" in prompt
+
+
+def holds_an_answer(hit: dict[str, Any], threshold: float) -> bool:
+    """Whether a hit is close enough to the prompt to be worth its line.
+
+    Meaning alone decides at `threshold` (the dense side's cosine); lower, down to AGREED, only when
+    the prompt's words are in it too (found by both sides). A hit found by its words alone never is:
+    a shared word is no answer ("the backend" in a question about billing). Measured on real sessions'
+    questions, those whose answer memory lacks reached 0.40 at most."""
+    similarity = hit.get("similarity")
+    if similarity is None:
+        return False
+    return similarity >= threshold or (similarity >= AGREED and "keyword" in str(hit.get("match") or ""))
+
+
 def recall_line(record: dict[str, Any]) -> str:
     kind = record["kind"]
     if kind == "fact" and (record.get("type") or "") in STANDING:
@@ -84,6 +108,8 @@ def recall_line(record: dict[str, Any]) -> str:
         return f"[{record.get('type') or 'observation'}] {clip(activity_text(record), LINE_CHARS)}"
     if kind == "summary":  # a session says more: what was asked, why it broke, what changed
         return "[session] " + clip(outcome_line(record)[2:], SESSION_LINE_CHARS)
+    if kind == "transcript":  # Claude's own words in an earlier session: an explanation, a reason, what failed
+        return f"[claude said] {clip(record.get('text') or '', SESSION_LINE_CHARS)}"
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
 
 

@@ -49,7 +49,14 @@ How a search runs:
 queries: the cosine similarity of the hit to the query when the vector search
 found it; for hits found only by their words (and in keyword mode) half their
 fused score relative to the best hit (at most 0.5); 0 for fallback hits. The
-order of hits is the fused ranking, so scores need not be monotonic.
+order of hits is the fused ranking; a hit's score is capped at the score of the
+hit before it, so scores never rise down the list.
+
+The same memory is returned once: hits whose text is the same (case, spacing and
+times aside; `same_key`) are one hit, the best ranked, with `count` saying how
+many records said it. Of hits that differ but share their kind and title (ten
+downloads, ten todo lists) SAME_TITLE_SHOWN are shown; the first counts the
+rest in `similar`.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ CONTEXT_EXPANSION = 5
 # Query embeddings run here while the calling thread queries FTS5.
 _EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 NEVER_SEARCHED_KINDS = ("identity",)
+SAME_TITLE_SHOWN = 2  # hits of one kind and title shown; more are counted (`similar`) on the first
 COLUMN_FILTERS = ("project", "user_id", "agent_id", "run_id", "session_id", "kind", "layer", "type", "status")
 # Filters the vector index can apply itself; the rest are checked in SQLite.
 INDEX_FILTERS = {
@@ -367,18 +375,64 @@ class SearchService:
             scored.append((score, seq, found or "context"))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         top = scored[0][0] if scored else 1.0
-        hits = []
-        full = Records.by_seqs(conn, [seq for _, seq, _ in scored[:top_k]])
-        for score, seq, found in scored[:top_k]:
-            record = full.get(seq)
-            if record is None:  # removed meanwhile (a deleted branch)
-                continue
-            # Absolute meaning for thresholds: relevance of the best list score, not rank-relative.
-            found_dense = candidates.get(seq)
-            raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None
-            record["score"] = round(_clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5), 4)
-            record["match"] = found
-            hits.append(record)
+        hits: list[dict[str, Any]] = []
+        same: dict[str, dict[str, Any]] = {}  # what a hit says -> the hit that says it first
+        titles: dict[str, dict[str, Any]] = {}  # a title -> the first hit under it
+        shown: set[tuple[str, str]] = set()
+        ceiling = 1.0
+        position = 0
+        while position < len(scored) and len(hits) < top_k:
+            # A window at a time: most searches fill top_k from the first; repeats take more.
+            window = scored[position : position + max(top_k, 10) * 2]
+            position += len(window)
+            full = Records.by_seqs(conn, [seq for _, seq, _ in window])
+            for score, seq, found in window:
+                record = full.get(seq)
+                if record is None:  # removed meanwhile (a deleted branch)
+                    continue
+                key = same_key(record)
+                if key in same:  # the same memory said again: counted on the first, not shown twice
+                    same[key]["count"] += 1
+                    continue
+                if len(hits) >= top_k:
+                    continue
+                titled = titles.get(title_key(record))
+                if titled is not None and titled["similar_shown"] >= SAME_TITLE_SHOWN:
+                    # One more of a kind already shown twice (the tenth download, the tenth todo list):
+                    # counted on the first of them, its room left to other answers.
+                    titled["similar"] += 1
+                    continue
+                # Absolute meaning for thresholds: relevance of the best list score, not rank-relative;
+                # never above the hit ranked before it, so scores read in the order hits come.
+                found_dense = candidates.get(seq)
+                raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None
+                value = _clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5)
+                ceiling = min(ceiling, value)
+                record["score"] = round(ceiling, 4)
+                record["similarity"] = round(raw, 4) if raw is not None else None  # the dense side's own cosine
+                record["match"] = found
+                record["count"] = 1
+                same[key] = record
+                if titled is None:
+                    record.update(similar=0, similar_shown=1)
+                    if title_key(record):
+                        titles[title_key(record)] = record
+                else:
+                    titled["similar_shown"] += 1
+                shown.add((record["kind"], _head_key(record.get("text"))))
+                hits.append(record)
+        # Repeats of a shown hit further down the candidates count too (their text fetched only
+        # when they begin like one).
+        rest = [seq for _, seq, _ in scored[position:] if (records[seq]["kind"], _head_key(records[seq].get("head"))) in shown]
+        if rest:
+            for record in Records.by_seqs(conn, rest).values():
+                hit = same.get(same_key(record))
+                if hit is not None:
+                    hit["count"] += 1
+        for hit in hits:
+            hit.pop("similar_shown", None)
+            if not hit.get("similar"):
+                hit.pop("similar", None)
         return hits
 
     def _add_neighbour_context(self, conn, view: View, scope: "_Scope", records: dict, relevance: dict) -> None:
@@ -653,6 +707,27 @@ def _as_tuple(value: Any) -> tuple[str, ...]:
 
 
 # --- scoring helpers ----------------------------------------------------------------
+
+
+_VOLATILE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+
+
+def same_key(record: dict[str, Any]) -> str:
+    """What a record says, for telling repeats apart: its kind and text, case, spacing and times aside.
+    Two records with one key are one memory said twice (a prompt sent again, a test run repeated)."""
+    text = _VOLATILE.sub("", str(record.get("text") or record.get("title") or ""))
+    return f"{record.get('kind')}:{' '.join(text.lower().split())}"
+
+
+def title_key(record: dict[str, Any]) -> str:
+    """Hits of one kind under one title ("annas: download", "Updated todo list (3 items, 0 done)")."""
+    title = " ".join(str(record.get("title") or "").lower().split())
+    return f"{record.get('kind')}:{title}" if title else ""
+
+
+def _head_key(text: Any) -> str:
+    """The first 48 characters of a record's text as `same_key` reads them (what the light rows hold)."""
+    return " ".join(_VOLATILE.sub("", str(text or "")[:48]).lower().split())[:24]
 
 
 def _normalise(scores: dict[int, float]) -> dict[int, float]:

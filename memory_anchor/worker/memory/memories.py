@@ -181,7 +181,7 @@ class MemoryService:
 
 
 # What a search covers unless `filters.kind` says otherwise. Identity is never searched.
-DEFAULT_SEARCH_KINDS = ["memory", "observation", "summary", "event", "fact", "relation", "operation", "prompt"]
+DEFAULT_SEARCH_KINDS = ["memory", "observation", "summary", "event", "fact", "relation", "operation", "prompt", "transcript"]
 
 
 def _scope_and_expr(filters: dict[str, Any]) -> tuple[dict[str, Any], Filter | None]:

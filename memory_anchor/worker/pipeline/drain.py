@@ -213,8 +213,8 @@ class Pipeline:
             group = []
             try:
                 draft = drafts.get(event.id)
-                if event.event in ("Stop", "SessionEnd"):
-                    draft = self.sessions.prepare_summary(event)
+                if event.event in ("Stop", "SessionEnd"):  # both read files or call Claude: before the write lock
+                    draft = (self.sessions.prepare_summary(event), self.sessions.turn_replies(event))
                 self._handle(event, draft)
             except StorageUnavailable as exc:
                 # Not the event's fault: it and the rest of the batch stay pending, uncounted.
@@ -434,13 +434,17 @@ class Pipeline:
             values["data"].update(self.services.codebase.record_data(record, project=None, cwd=cwd, payload=event.payload))
         return values
 
-    def on_stop(self, conn, event: InboxEvent, session: dict, summary) -> dict:
+    def on_stop(self, conn, event: InboxEvent, session: dict, draft) -> dict:
+        """`draft`: (the session's summary so far or None, the passages of Claude's replies in the turn)."""
+        summary, replies = draft if isinstance(draft, tuple) else (draft, [])
         if event.event == "SessionEnd":
             self.sessions.end(conn, event)
-        if summary is None:
-            return {}
-        record = self.sessions.write_summary(conn, event, session, summary)
-        return {"record": record}
+        written: dict[str, Any] = {}
+        if replies:
+            written["replies"] = self.sessions.write_replies(conn, event, session, replies)
+        if summary is not None:
+            written["record"] = self.sessions.write_summary(conn, event, session, summary)
+        return written
 
     def on_session_start(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
         return {}

@@ -10,6 +10,9 @@ from typing import Any
 from memory_anchor.core.projects import is_excluded, project_for_cwd, relative_once
 from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
+from memory_anchor.worker.capture.redact import sanitize
+from memory_anchor.worker.capture.replies import passages
+from memory_anchor.worker.capture.transcript import read_turn_texts
 from memory_anchor.worker.memory.text import clip
 from memory_anchor.worker.store.records import Records, resolve_view
 from memory_anchor.worker.store.sessions import end_session, get_session, seen_session, session_branch, start_session
@@ -111,6 +114,41 @@ class Sessions:
         if existing is not None and not (isinstance(last, str) and last.strip()):
             summary = keep_outcome(summary, existing.get("data") or {})
         return summary
+
+    def turn_replies(self, event: InboxEvent) -> list[str]:
+        """The passages of Claude's texts in the turn a Stop ends worth keeping, redacted (capture/replies.py).
+
+        The history importer hands the turn's texts over; a live Stop's are read from its transcript,
+        here in the drain (never in the hook) and before the write lock is taken."""
+        if event.event != "Stop":
+            return []
+        payload = event.payload
+        last = payload.get("last_assistant_message") if isinstance(payload.get("last_assistant_message"), str) else None
+        texts = payload.get("assistant_messages")
+        if not isinstance(texts, list):
+            path = payload.get("transcript_path")
+            texts = read_turn_texts(path, last) if isinstance(path, str) and path else [last or ""]
+        return [sanitize(passage) for passage in passages([t for t in texts if isinstance(t, str)])]
+
+    def write_replies(self, conn, event: InboxEvent, session: dict[str, Any], replies: list[str]) -> list[dict[str, Any]]:
+        """Claude's passages as records of kind `transcript` (type `reply`), each once a session."""
+        session_id = event.session_id or "unknown"
+        view = resolve_view(conn, session["branch"])
+        earlier, _ = Records.query(conn, view, filters={"session_id": session_id, "kind": "transcript"}, limit=-1)
+        said = {" ".join(r["text"].lower().split()) for r in earlier}
+        written = []
+        for text in replies:
+            key = " ".join(text.lower().split())
+            if key in said:
+                continue
+            said.add(key)
+            written.append(Records.put(
+                conn, "transcript", text, branch=session["branch"], actor=session.get("agent_id") or "claude-code",
+                reason="captured", project=session["project"], session_id=session_id, agent_id=session.get("agent_id"),
+                type="reply", title=clip(" ".join(text.split()), 120), happened_at=event.received_at,
+                source_id=f"inbox:{event.id}", data={"speaker": "assistant"},
+            ))  # fmt: skip
+        return written
 
     def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
         session_id = event.session_id or "unknown"

@@ -180,6 +180,9 @@ function recordCard(record, extra) {
       record.branch && record.branch !== "main" ? badge(record.branch, "branch") : null,
       subagentBadge(record),
       record.score !== undefined && record.score !== null ? badge(`score ${Number(record.score).toFixed(3)}`) : null,
+      // A search returns a memory said several times once, and folds more hits under one title.
+      record.count > 1 ? badge(`said ${record.count} times`) : null,
+      record.similar > 0 ? badge(`+${record.similar} more like it`) : null,
       record.confidence !== undefined && record.confidence !== null ? badge(`conf ${Number(record.effective_confidence ?? record.confidence).toFixed(2)}`) : null,
       record.needs_verification ? badge("needs re-verification", "warn") : null,
       codeBadge(record),
