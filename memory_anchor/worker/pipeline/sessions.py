@@ -10,7 +10,7 @@ from typing import Any
 from memory_anchor.core.projects import is_excluded, project_for_cwd, relative_once
 from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
-from memory_anchor.worker.capture.redact import sanitize
+from memory_anchor.core.redact import sanitize
 from memory_anchor.worker.capture.replies import passages
 from memory_anchor.worker.capture.transcript import read_turn_texts
 from memory_anchor.worker.memory.text import clip
