@@ -206,3 +206,24 @@ def test_a_password_written_straight_after_the_word_is_not_stored(shared_worker)
                                                          "filters": {"user_id": "bare-password"}})["results"]  # fmt: skip
     assert [h["id"] for h in hits] == [added[0]["id"]]
     assert secret not in repr([stored, history, hits])
+
+
+def test_concurrent_adds_each_answer_with_their_own_memories_and_are_found_by_meaning(shared_worker):
+    """Adds arriving together share a commit and an embedding pass; a bad one among them fails alone,
+    and each memory acknowledged is found by a vector-only search straight after its reply."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    topics = ["the kiln cools over two days", "our sourdough starter is fed at dawn", "the canoe leaks at the stern",
+              "the greenhouse vents open at 28 degrees", "the beehive was split in May", "the bicycle chain is waxed monthly"]  # fmt: skip
+    bodies = [{"content": text, "user_id": "group-user", "infer": False} for text in topics]
+    bodies.insert(3, {"content": "on a branch nobody made", "user_id": "group-user", "infer": False, "branch": "no-such-branch"})
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(pool.map(lambda body: shared_worker.request("POST", "/api/v1/memories", body), bodies))
+    statuses = [status for status, _ in answers]
+    assert statuses.count(200) == len(topics) and statuses[3] == 404
+    for (status, body), sent in zip(answers, bodies):
+        if status == 200:
+            assert [r["memory"] for r in body["results"]] == [sent["content"]]
+    hits = shared_worker.post("/api/v1/memories/search", {"query": "when does the hive get divided", "mode": "vector",
+                                                         "filters": {"user_id": "group-user"}, "top_k": 1})["results"]  # fmt: skip
+    assert hits and hits[0]["memory"] == "the beehive was split in May"
