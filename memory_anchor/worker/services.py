@@ -284,6 +284,25 @@ class Services:
         """Run indexing work on its low-priority thread."""
         return await _on(self.indexing, func, *args)
 
+    def hand_back_memory(self) -> None:
+        """After a burst, once idle: what the burst left allocated goes back to the OS.
+
+        Bounded caches refill on demand; the zeroing of freed memory (heap.py) is untouched, it
+        applies to what is freed here like to anything else.
+        """
+        import gc
+
+        from memory_anchor.worker.index import heap
+
+        gc.collect()  # cycles left by the burst (request and record dicts), so their blocks are free
+        indexer = self.__dict__.get("indexer")
+        if indexer is not None and hasattr(indexer, "release_memory"):
+            indexer.release_memory()
+        for db in {id(self.capture_db): self.capture_db, id(self.db): self.db}.values():
+            if hasattr(db, "release_memory"):
+                db.release_memory()
+        heap.release_free_memory()
+
     def close(self) -> None:
         self._closing.set()
         with self._warm_store_step:  # a warm-up step on the stores ends first; none starts after

@@ -275,6 +275,12 @@ class Indexer:
                     self._soon_taken = set()
                     self._soon_changed.notify_all()
 
+    def release_memory(self) -> None:
+        """The worker is idle: forget the vectors kept for reuse and hand the model's arena back."""
+        with self._work_lock:
+            self._recent.clear()
+        self._release_arena()
+
     def _release_arena(self) -> None:
         with self._work_lock:
             try:
