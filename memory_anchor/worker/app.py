@@ -146,12 +146,7 @@ async def _hand_back_when_idle(services: Services) -> None:
     """After a burst (an import, a long session, a bulk add) the worker returns close to its
     fresh size once idle: a burst left tens of MB in malloc's arenas, SQLite's page caches and
     the model's arena, which nothing would take back otherwise."""
-    import resource
-
-    def cpu() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
-
+    cpu = time.process_time  # the whole process's CPU, every thread's
     handed_back_at = cpu()
     while True:
         before = cpu()
