@@ -194,3 +194,22 @@ def test_a_run_of_prompts_and_tool_uses_commits_once_and_a_failing_event_is_roll
         assert seen == ["UserPromptSubmit", "toolu_0", "toolu_1", "toolu_3", "toolu_4", "Stop"]  # hooks in order, after the commit
     finally:
         services.close()
+
+
+def test_with_alone_on_error_one_bad_item_fails_alone():
+    batches: list[list[int]] = []
+
+    def commit(items: list[int]) -> list[int]:
+        batches.append(list(items))
+        if 3 in items:
+            raise ValueError("3 is refused")
+        return [item * 10 for item in items]
+
+    async def scenario():
+        commits = GroupCommit(commit, run_inline, alone_on_error=True)
+        return await asyncio.gather(*(commits.submit(n) for n in range(5)), return_exceptions=True)
+
+    results = asyncio.run(scenario())
+    assert results[:3] == [0, 10, 20] and results[4] == 40
+    assert isinstance(results[3], ValueError)
+    assert batches[0] == [0, 1, 2, 3, 4] and sorted(map(tuple, batches[1:])) == [(0,), (1,), (2,), (3,), (4,)]

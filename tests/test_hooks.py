@@ -90,10 +90,12 @@ def test_hooks_json_runs_one_stdlib_executable_for_every_event():
 
 
 def test_hooks_import_only_the_standard_library_and_nothing_slow():
-    """The whole hook path under `python3 -S`: no site-packages, none of the slow modules."""
+    """The whole hook path under `python3 -S`: no site-packages, none of the slow modules, the modules
+    SessionStart (forks, launcher, projects) and UserPromptSubmit (origin) import on their way included."""
     probe = (
         "import sys; sys.argv=['x']; sys.path.insert(0, %r)\n"
-        "import memory_anchor.hookkit.entry, memory_anchor.hookkit.runner\n"
+        "import memory_anchor.hookkit.entry, memory_anchor.hookkit.runner, memory_anchor.hookkit.forks\n"
+        "import memory_anchor.hookkit.launcher, memory_anchor.hookkit.origin, memory_anchor.core.projects\n"
         "slow = {'json','socket','subprocess','pathlib','typing','urllib','uuid','re','http','pydantic'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in slow))\n"
         "print(any('site-packages' in str(getattr(m, '__file__', '') or '') for m in list(sys.modules.values())))\n"

@@ -28,9 +28,9 @@ class WatchedEmbedder(Embedder):
         super().__init__()
         self.texts: list[str] = []
 
-    def embed(self, texts):
+    def embed(self, texts, **options):
         self.texts += list(texts)
-        return super().embed(texts)
+        return super().embed(texts, **options)
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +111,24 @@ def test_an_observation_is_embedded_by_its_first_tokens_and_a_memory_whole(store
     head = Embedder().embed([cut])[0]
     assert float(np.dot(head, vectors.index.vector(long["seq"]))) > 0.999
     assert float(np.dot(Embedder().embed([summary])[0], vectors.index.vector(memory["seq"]))) > 0.999
+
+
+def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embedder):
+    """What mem0 adds use: versions given to index_soon are searchable once catch_up returns; an
+    idle worker then drops the vectors kept for reuse and the model's arena (they refill on demand)."""
+    db, vectors, indexer = store
+    seqs = [observation(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"] for n in range(3)]
+    indexer.index_soon(seqs)
+    indexer.catch_up()
+    assert all(seq in vectors.index for seq in seqs) and indexer.pending_count() == 0
+    assert indexer._recent
+    indexer.release_memory()
+    db.release_memory()
+    assert not indexer._recent
+    later = observation(db, "Ran `deploy 9`", "deploy 9 finished", "s1")
+    indexer.index_soon([later["seq"]])
+    indexer.catch_up()
+    assert later["seq"] in vectors.index
+    indexer.stop()
+    indexer.index_soon([observation(db, "Ran `late`", "after stop", "s1")["seq"]])  # stopped: left to the drain
+    assert indexer.pending_count() == 1 and indexer.drain() == 1

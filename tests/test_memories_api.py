@@ -206,3 +206,74 @@ def test_a_password_written_straight_after_the_word_is_not_stored(shared_worker)
                                                          "filters": {"user_id": "bare-password"}})["results"]  # fmt: skip
     assert [h["id"] for h in hits] == [added[0]["id"]]
     assert secret not in repr([stored, history, hits])
+
+
+def test_concurrent_adds_each_answer_with_their_own_memories_and_are_found_by_meaning(shared_worker):
+    """Adds arriving together share a commit and an embedding pass; a bad one among them fails alone,
+    and each memory acknowledged is found by a vector-only search straight after its reply."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    topics = ["the kiln cools over two days", "our sourdough starter is fed at dawn", "the canoe leaks at the stern",
+              "the greenhouse vents open at 28 degrees", "the beehive was split in May", "the bicycle chain is waxed monthly"]  # fmt: skip
+    bodies = [{"content": text, "user_id": "group-user", "infer": False} for text in topics]
+    bodies.insert(3, {"content": "on a branch nobody made", "user_id": "group-user", "infer": False, "branch": "no-such-branch"})
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(pool.map(lambda body: shared_worker.request("POST", "/api/v1/memories", body), bodies))
+    statuses = [status for status, _ in answers]
+    assert statuses.count(200) == len(topics) and statuses[3] == 404
+    for (status, body), sent in zip(answers, bodies):
+        if status == 200:
+            assert [r["memory"] for r in body["results"]] == [sent["content"]]
+    hits = shared_worker.post("/api/v1/memories/search", {"query": "when does the hive get divided", "mode": "vector",
+                                                         "filters": {"user_id": "group-user"}, "top_k": 1})["results"]  # fmt: skip
+    assert hits and hits[0]["memory"] == "the beehive was split in May"
+
+
+def test_sigkill_mid_stream_loses_no_acknowledged_add_and_restart_makes_them_searchable(tmp_path):
+    """An add answers once committed, before its vector is made: a kill in between loses nothing
+    acknowledged, and the next start embeds what was left (then a vector search finds it)."""
+    import signal
+    import threading
+
+    from tests.conftest import start_worker, wait_for
+
+    data_dir = tmp_path / "data"
+    worker = start_worker(data_dir)
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def fire(client_no: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            text = f"client {client_no} note {n} about the harbour ferry timetable"
+            try:
+                status, _ = worker.request("POST", "/api/v1/memories", {"content": text, "user_id": "kill", "infer": False})
+            except OSError:
+                return  # the worker is gone: never acknowledged
+            if status == 200:
+                with lock:
+                    acknowledged.append(text)
+
+    threads = [threading.Thread(target=fire, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: len(acknowledged) > 30, timeout=120, what="adds acknowledged before the kill")
+    worker.process.send_signal(signal.SIGKILL)
+    worker.process.wait(10)
+    stop.set()
+    for t in threads:
+        t.join(10)
+
+    restarted = start_worker(data_dir)
+    try:
+        restarted.wait_idle(timeout=180)
+        stored = {r["memory"] for r in restarted.get("/api/v1/memories?user_id=kill&limit=1000")["results"]}
+        missing = set(acknowledged) - stored
+        assert not missing, f"{len(missing)} acknowledged adds lost"
+        hits = restarted.post("/api/v1/memories/search", {"query": "harbour ferry timetable", "mode": "vector",
+                                                          "filters": {"user_id": "kill"}, "top_k": 5})["results"]  # fmt: skip
+        assert hits and all(h["score"] > 0.3 for h in hits)
+    finally:
+        restarted.stop()

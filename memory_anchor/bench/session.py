@@ -66,6 +66,16 @@ esac
 """
 
 
+IDLE_SHIM = """#!/bin/sh
+# Times the idle plugin's hook commands (bench session), as SHIM times ours.
+start=$(date +%s%N)
+"{cat}" "$@"
+code=$?
+echo "$MA_HOOK $start $(date +%s%N)" >> "{log}"
+exit $code
+"""
+
+
 def run(args) -> int:
     if not (ROOT / "tests" / "e2e" / "harness.py").exists():
         print("bench session needs a checkout of the repository (tests/e2e and its fake API)", file=sys.stderr)
@@ -118,11 +128,13 @@ def run(args) -> int:
                         home.run(RUN_MARKER)
                         times[name].append(time.perf_counter() - started)
             hooks = hook_times(plugin, base / "shim", args.hook_runs, RUN_MARKER)
+            idle = dict(order).get("idle hooks")
+            idle_times = idle_hook_times(idle, base / "idle-shim", args.hook_runs, RUN_MARKER) if idle else {}
             worker_rss = worker_rss_mb(plugin)
         finally:
             for _, home in order:
                 stop_worker(home)
-    report(times, hooks, bridge, worker_rss, proxy=args.proxy)
+    report(times, hooks, bridge, worker_rss, proxy=args.proxy, idle_hooks=idle_times)
     # A variant whose MCP server never started would pass for a cheap one: say so.
     for name, home in order:
         if name in sources and not (bridge.seen_under(sources[name]) or bridge.seen_under(home.home)):
@@ -150,10 +162,17 @@ for line in sys.stdin:
 """
 
 
+def hook_name(event: str) -> str:
+    """An event's hook script name: SessionStart -> session_start."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
+
+
 def idle_hooks(plugin_root: Path) -> Path:
-    """The plugin's hook events, each running a command that only reads its payload."""
+    """The plugin's hook events, each running a command that only reads its payload (naming its
+    event, for the per-hook times: `IDLE_SHIM`)."""
     events = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
-    idle = {event: [{"hooks": [{"type": "command", "command": "cat > /dev/null", "timeout": 10}]}] for event in events}
+    idle = {event: [{"hooks": [{"type": "command", "command": f"MA_HOOK={hook_name(event)} cat > /dev/null", "timeout": 10}]}]
+            for event in events}  # fmt: skip
     (plugin_root / "hooks").mkdir()
     (plugin_root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": idle}))
     return plugin_root
@@ -179,7 +198,7 @@ def manifest_only(target: Path) -> Path:
 
 
 def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge: ProcessWatch,
-           worker_rss: float | None, *, proxy: bool) -> None:  # fmt: skip
+           worker_rss: float | None, *, proxy: bool, idle_hooks: dict[str, list[float]] | None = None) -> None:  # fmt: skip
     without, with_ = statistics.median(times["without"]), statistics.median(times["with"])
     ratio = with_ / without
     print(f"one-prompt `claude -p` sessions, {len(times['with'])} of each, interleaved; "
@@ -201,6 +220,14 @@ def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge:
             share = statistics.median(p - e for p, e in zip(times[part], times["empty"]))
             print(f"  {part:15} median {statistics.median(times[part]):.2f} s   "
                   f"({share:+.2f} s over the empty plugin, paired)")  # fmt: skip
+    if "hooks only" in times and "MCP only" in times:
+        # Memory Anchor's share split in two, each over a plugin of the same shape: ours minus idle, paired.
+        hooks_share = statistics.median(o - i for o, i in zip(times["hooks only"], times["idle hooks"]))
+        mcp_share = statistics.median(o - i for o, i in zip(times["MCP only"], times["idle MCP"]))
+        shape = statistics.median(o - i - e + w for o, i, e, w in zip(times["with"], times["idle hooks"], times["idle MCP"],
+                                                                    times["without"]))  # fmt: skip
+        print(f"  our share       {shape:+.2f} s over a same-shape idle plugin, paired (the whole plugin minus the idle "
+              f"hooks' and idle MCP server's costs over bare): hooks {hooks_share:+.2f} s, MCP server {mcp_share:+.2f} s")  # fmt: skip
     if bridge.peak_kb:
         mb = bridge.peak_kb / 1024
         verdict = "ok" if mb <= TARGETS["bridge_rss_mb"] else "over target"
@@ -220,6 +247,16 @@ def report(times: dict[str, list[float]], hooks: dict[str, list[float]], bridge:
                 total += statistics.median(values)
                 print(f"  {name:19} {statistics.median(values) * 1000:6.0f} ms   (max {max(values) * 1000:.0f} ms)")
         print(f"  {'sum':19} {total * 1000:6.0f} ms")
+    if hooks and idle_hooks:
+        print("each hook's own share: its wall time minus the idle plugin's `cat` for the same event (medians)")
+        total = 0.0
+        for name in HOOKS:
+            ours, idle = hooks.get(name), idle_hooks.get(name)
+            if ours and idle:
+                share = statistics.median(ours) - statistics.median(idle)
+                total += share
+                print(f"  {name:19} {share * 1000:+6.0f} ms   (cat {statistics.median(idle) * 1000:.0f} ms)")
+        print(f"  {'sum':19} {total * 1000:+6.0f} ms")
 
 
 class ProcessWatch:
@@ -299,6 +336,30 @@ def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[f
     for line in log.read_text().splitlines() if log.exists() else []:
         event, start, end = line.split()  # hooks/hook.py's argument: SessionStart -> session_start
         name = "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
+        times.setdefault(name, []).append((int(end) - int(start)) / 1e9)
+    return times
+
+
+def idle_hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[float]]:
+    """The idle plugin's `cat` hooks' wall times over `runs` sessions, by a `cat` shim first on PATH."""
+    cat = shutil.which("cat", path=home.env["PATH"]) if runs > 0 and os.name == "posix" else None
+    if cat is None:
+        return {}
+    shim_dir.mkdir(parents=True)
+    log = shim_dir / "hooks.log"
+    shim = shim_dir / "cat"
+    shim.write_text(IDLE_SHIM.format(cat=cat, log=log))
+    shim.chmod(0o755)
+    env = dict(home.env)
+    home.env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
+    try:
+        for _ in range(runs):
+            home.run(prompt)
+    finally:
+        home.env = env
+    times: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        name, start, end = line.split()
         times.setdefault(name, []).append((int(end) - int(start)) / 1e9)
     return times
 

@@ -1,4 +1,4 @@
-"""`memory-anchor bench spine|session|locomo|multilingual|scale|branches|vectors|redaction|team|search|context|staleness|replay`: benchmarks that print figures."""
+"""`memory-anchor bench spine|session|ingest|locomo|multilingual|scale|branches|vectors|redaction|team|search|context|staleness|replay`: benchmarks that print figures."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ BENCHES = {
     "scale": "ingest time, search p50/p95 (filters, branches), RSS and disk at N memories",
     "vectors": "in-process vector index: search time and shortlist recall against exact scoring",
     "session": "Claude Code sessions with and without the plugin: medians, ratio, per-hook times, bridge RSS",
+    "ingest": "mem0 adds: memories per second one per add (1 and 4 clients) and in adds of 50, until searchable",
     "redaction": "secret redaction on ordinary text: false positives per MB, MB/s, payloads sanitized per second",
     "team": "three workers on one PostgreSQL: write throughput, visibility lag, filtered search, nothing lost while down; SQLite beside it",
     "search": "keyword and hybrid search in process at N memories, with and without filters: SQLite beside PostgreSQL",
@@ -83,6 +84,11 @@ def register(sub) -> None:
     session.add_argument("--proxy", action="store_true",
                          help="tool search off, as behind a proxy (Claude Code then waits for MCP servers first)")
     session.set_defaults(handler=_runner("session"))
+    ingest = which.add_parser("ingest", help=BENCHES["ingest"])
+    ingest.add_argument("--n", type=int, default=2000, help="memories written each way")
+    ingest.add_argument("--work-dir", type=Path, default=None, help="keep the benchmark's data dir here")
+    ingest.set_defaults(handler=_runner("ingest"))
+
     redaction = which.add_parser("redaction", help=BENCHES["redaction"])
     redaction.add_argument("--extra", action="append", help="another file or tree of ordinary text (repeatable)")
     redaction.add_argument("--ids", type=int, default=10_000, help="generated ids of each kind (hashes, UUIDs, tool-use ids)")

@@ -22,7 +22,6 @@ answer costs a few /proc reads (`ps` where there is no /proc).
 from __future__ import annotations
 
 import os
-import subprocess
 
 ENV_FILE = "CLAUDE_ENV_FILE"
 CLAUDE_PID = "CLAUDE_PID"
@@ -107,6 +106,8 @@ def parent_pid(pid: str) -> str:
             return handle.read().rsplit(b")", 1)[1].split()[1].decode()
     except (OSError, IndexError):
         pass
+    import subprocess  # only where there is no /proc: on every SessionStart's path it cost more than the interpreter's start
+
     try:
         done = subprocess.run(["ps", "-o", "ppid=", "-p", pid], capture_output=True, timeout=2.0)
         return done.stdout.decode("ascii", "replace").strip()
@@ -123,6 +124,8 @@ def command_line(pid: str) -> list[str]:
             return [part.decode("utf-8", "replace") for part in handle.read().split(b"\0") if part]
     except OSError:
         pass
+    import subprocess
+
     try:  # macOS and the BSDs: no /proc; a session id holds no spaces, so splitting is enough
         done = subprocess.run(["ps", "-o", "command=", "-p", pid], capture_output=True, timeout=2.0)
         return done.stdout.decode("utf-8", "replace").split()

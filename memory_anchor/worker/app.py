@@ -113,7 +113,9 @@ async def _pipeline_ctx(app: web.Application):
     task = asyncio.create_task(pipeline.run(), name="pipeline")
     warm = asyncio.create_task(_warm_up(services), name="warm-up")
     code_watch = asyncio.create_task(_code_watch(services), name="code-watch")
+    hand_back = asyncio.create_task(_hand_back_when_idle(services), name="hand-back")
     yield
+    hand_back.cancel()
     pipeline.stop()
     warm.cancel()
     code_watch.cancel()
@@ -133,6 +135,31 @@ async def _memory_maintenance(services: Services, every_seconds: float = 3600.0)
         except Exception:
             log.exception("memory maintenance failed; will retry")
         await asyncio.sleep(every_seconds)
+
+
+# The worker counts as idle when it used less than IDLE_CPU of a core over IDLE_SECONDS; after
+# at least BURST_CPU_SECONDS of work since the last hand-back, it then hands memory back once.
+IDLE_SECONDS = 10.0
+IDLE_CPU = 0.02
+BURST_CPU_SECONDS = 1.0
+
+
+async def _hand_back_when_idle(services: Services) -> None:
+    """After a burst (an import, a long session, a bulk add) the worker returns close to its
+    fresh size once idle: a burst left tens of MB in malloc's arenas, SQLite's page caches and
+    the model's arena, which nothing would take back otherwise."""
+    cpu = time.process_time  # the whole process's CPU, every thread's
+    handed_back_at = cpu()
+    while True:
+        before = cpu()
+        await asyncio.sleep(IDLE_SECONDS)
+        now = cpu()
+        if now - before < IDLE_CPU * IDLE_SECONDS and now - handed_back_at >= BURST_CPU_SECONDS:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, services.hand_back_memory)
+            except Exception:
+                log.exception("handing memory back failed; the next idle spell tries again")
+            handed_back_at = cpu()
 
 
 async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:

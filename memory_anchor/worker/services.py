@@ -59,9 +59,16 @@ class Services:
         self.warming = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ma-warm-up", initializer=_lower_priority)
         # Hook events posted together are committed together (still each before its 202).
         self.event_commits: GroupCommit[Arrival, tuple[int, bool]] = GroupCommit(self.inbox.accept_many, self.run)
+        # So are mem0 adds stored as given (infer false): one transaction for all that arrive together.
+        self.memory_adds = GroupCommit(self._store_adds, self.run, alone_on_error=True)
         # Shutdown does not wait for the warm-up's model load (see warm_up and close).
         self._closing = threading.Event()
         self._warm_store_step = threading.Lock()
+
+    def _store_adds(self, adds):
+        from memory_anchor.worker.memory.memories import MemoryService
+
+        return MemoryService(self).store_many(adds)
 
     # --- built on first use --------------------------------------------------
 
@@ -105,7 +112,8 @@ class Services:
     def search(self):
         from memory_anchor.worker.index.search import SearchService
 
-        return SearchService(self.db, self.vectors, self.embedder, follower=self.indexer if self.shared_store else None)
+        # The indexer too on one machine: a dense search first waits for the vectors of adds already acknowledged.
+        return SearchService(self.db, self.vectors, self.embedder, follower=self.indexer)
 
     @cached_property
     def llm(self):
@@ -283,6 +291,25 @@ class Services:
         """Run indexing work on its low-priority thread."""
         return await _on(self.indexing, func, *args)
 
+    def hand_back_memory(self) -> None:
+        """After a burst, once idle: what the burst left allocated goes back to the OS.
+
+        Bounded caches refill on demand; the zeroing of freed memory (heap.py) is untouched, it
+        applies to what is freed here like to anything else.
+        """
+        import gc
+
+        from memory_anchor.worker.index import heap
+
+        gc.collect()  # cycles left by the burst (request and record dicts), so their blocks are free
+        indexer = self.__dict__.get("indexer")
+        if indexer is not None and hasattr(indexer, "release_memory"):
+            indexer.release_memory()
+        for db in {id(self.capture_db): self.capture_db, id(self.db): self.db}.values():
+            if hasattr(db, "release_memory"):
+                db.release_memory()
+        heap.release_free_memory()
+
     def close(self) -> None:
         self._closing.set()
         with self._warm_store_step:  # a warm-up step on the stores ends first; none starts after
@@ -297,6 +324,9 @@ class Services:
         self.background.shutdown(wait=True, cancel_futures=True)
         self.indexing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
+        indexer = self.__dict__.get("indexer")
+        if indexer is not None and hasattr(indexer, "stop"):
+            indexer.stop()
         vectors = self.__dict__.get("vectors")
         if vectors is not None and hasattr(vectors, "close"):
             vectors.close()

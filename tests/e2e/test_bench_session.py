@@ -27,3 +27,7 @@ def test_bench_session_prints_medians_ratio_parts_hooks_and_bridge_rss():
     assert re.search(r"bridge RSS\s+\d+\.\d MB peak over [1-9]", out), out
     for hook in ("session_start", "user_prompt_submit", "post_tool_use", "stop", "session_end"):
         assert re.search(rf"{hook}\s+\d+ ms", out), out
+    assert re.search(r"our share\s+[-+]\d+\.\d\d s over a same-shape idle plugin.*hooks [-+]\d+\.\d\d s, MCP server [-+]\d+\.\d\d s", out), out
+    shares = out.split("each hook's own share")[1]
+    for hook in ("session_start", "user_prompt_submit", "post_tool_use", "stop", "session_end"):
+        assert re.search(rf"{hook}\s+[-+]\d+ ms\s+\(cat \d+ ms\)", shares), out

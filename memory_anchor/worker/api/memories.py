@@ -27,7 +27,15 @@ async def add_memory(request: web.Request) -> web.Response:
     body = AddMemoryRequest.model_validate(await read_json_object(request))
     if body.branch is None:
         body.branch = branch_param(request)
-    results = await request.app["services"].run(_service(request).add, body, actor=actor(request))
+    services = request.app["services"]
+    service = _service(request)
+    if body.infer and await services.run(service.infers, body):
+        results = await services.run(service.add, body, actor=actor(request))
+        return web.json_response({"results": results})
+    # Stored as given: concurrent adds share one commit, and the reply waits for it (durable), not
+    # for the embedding, which the indexer makes for them together right after (searchable).
+    results, seqs = await services.memory_adds.submit((body, actor(request)))
+    await services.run(service.make_searchable, seqs)
     return web.json_response({"results": results})
 
 

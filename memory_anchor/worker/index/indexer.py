@@ -7,7 +7,9 @@ delete those seqs from the queue. A crash between the two steps only means the
 batch is embedded again on restart (vector writes are idempotent upserts).
 
     indexer = Indexer(db, vectors, embedder)
-    indexer.flush([seq, ...])    # index these now (the mem0 add API calls this before replying)
+    indexer.flush([seq, ...])    # index these now, on the calling thread
+    indexer.index_soon([seq, ...])   # index these on the indexer's thread, with whatever else is asked (mem0 adds)
+    indexer.catch_up()           # wait until what index_soon was given is searchable (before a dense search)
     indexer.drain()              # index everything pending (the pipeline calls this after each pass)
     indexer.rebuild()            # `memory-anchor reindex`: drop all vectors, re-embed from SQLite
     indexer.reembed([seq, ...])  # new vectors in place for these (after a model change: reembed.py)
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -49,6 +52,16 @@ EMBED_MAX_CHARS = 512
 OBSERVATION_MAX_TOKENS = 32
 RECENT_TEXTS = 4096  # texts whose vectors are kept for reuse (1.5 KB each)
 BULK = 32  # records indexed by one API write after which the heap is trimmed
+# What one pass of the add thread takes: the adds that came in while the last pass ran. A Chroma
+# write costs about as much for one vector as for a hundred, and the model embeds short texts
+# faster together, so adds that share a pass share both; capped so a pass stays well under a second.
+SOON_BATCH = 256
+# How long a search waits at most for the vectors of adds already acknowledged, before it runs on
+# what is indexed (their words are found by keyword meanwhile). Usually one pass, well under a
+# second; the first adds of a new worker also wait for the model and Chroma to load (seconds on a
+# busy machine), which the add itself used to wait for before it answered.
+CATCH_UP_SECONDS = 30.0
+BURST_OVER_SECONDS = 0.5  # no add for this long: the burst is over, its memory goes back
 
 
 def embedding_text(record: dict[str, Any]) -> str:
@@ -108,10 +121,17 @@ class Indexer:
         self.embedder = embedder
         self.batch_size = batch_size
         # One batch at a time: the background drain and a flush never embed the same seq twice.
-        self._work_lock = threading.Lock()
+        # Re-entrant: a rebuild holds it from dropping the vectors until every one is made again.
+        self._work_lock = threading.RLock()
         self.indexed = 0  # versions embedded since start, for status pages
         self._failures: dict[int, int] = {}  # seq -> failed indexing passes, until quarantined
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its vector, the latest last
+        # index_soon's queue and its thread, started with the first add.
+        self._soon: set[int] = set()
+        self._soon_changed = threading.Condition()
+        self._soon_thread: threading.Thread | None = None
+        self._soon_taken: set[int] = set()  # the pass under way
+        self._stopping = False
 
     # --- work ----------------------------------------------------------------
 
@@ -175,13 +195,104 @@ class Indexer:
             release_free_memory()
         return total
 
+    def index_soon(self, seqs: Iterable[int]) -> None:
+        """Index these versions on the indexer's thread, together with whatever else is waiting.
+
+        They are committed already (and in `pending_vectors`), so a crash before they are indexed
+        only means the pipeline's drain indexes them at the next start.
+        """
+        with self._soon_changed:
+            if self._stopping:
+                return  # the worker is stopping: the next start's drain indexes them
+            self._soon.update(int(s) for s in seqs)
+            if self._soon_thread is None:
+                self._soon_thread = threading.Thread(target=self._index_soon_loop, name="ma-add-index", daemon=True)
+                self._soon_thread.start()
+            self._soon_changed.notify_all()
+
+    def catch_up(self, *, embed: bool = True, wait: bool = True, max_batches: int | None = None) -> int:
+        """Wait until the versions `index_soon` has been given so far are searchable (at most
+        CATCH_UP_SECONDS), so a search right after an acknowledged add finds it by meaning too.
+
+        The search service calls this before a dense search, as it calls a team database's
+        follower (same signature; nothing is embedded on the caller's thread here). Returns how
+        many versions it waited for.
+        """
+        with self._soon_changed:
+            waiting = self._soon | self._soon_taken
+            if not waiting:
+                return 0
+            deadline = time.monotonic() + CATCH_UP_SECONDS
+            while waiting & (self._soon | self._soon_taken):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stopping:
+                    break
+                self._soon_changed.wait(left)
+            return len(waiting)
+
+    def stop(self) -> None:
+        """Finish the pass under way and start no other (what is left stays in `pending_vectors`)."""
+        with self._soon_changed:
+            self._stopping = True
+            self._soon_changed.notify_all()
+            thread = self._soon_thread
+        if thread is not None:
+            thread.join(timeout=30)
+
+    def _index_soon_loop(self) -> None:
+        burst = False  # passes made since the arena was last released
+        while True:
+            with self._soon_changed:
+                if burst and not self._soon and not self._stopping:
+                    self._soon_changed.wait(BURST_OVER_SECONDS)
+                while not self._soon and not self._stopping and not burst:
+                    self._soon_changed.wait()
+                if self._stopping:
+                    return
+                taken = sorted(self._soon)[:SOON_BATCH]
+                self._soon.difference_update(taken)
+                self._soon_taken = set(taken)
+            if not taken:
+                # The adds stopped: the model's arena, kept from pass to pass meanwhile (15 % less
+                # CPU for small passes, measured), and the passes' scratch go back to the OS.
+                self._release_arena()
+                release_free_memory()
+                burst = False
+                continue
+            burst = True
+            try:
+                self._index(taken, keep_arena=True)
+            except Exception:
+                # Left in pending_vectors: the pipeline's drain retries them, one by one, and
+                # quarantines a version that never indexes.
+                log.warning("indexing %d added versions failed; the background drain retries them: %s", len(taken), _error())
+            finally:
+                with self._soon_changed:
+                    self._soon_taken = set()
+                    self._soon_changed.notify_all()
+
+    def release_memory(self) -> None:
+        """The worker is idle: forget the vectors kept for reuse and hand the model's arena back."""
+        with self._work_lock:
+            self._recent.clear()
+        self._release_arena()
+
+    def _release_arena(self) -> None:
+        with self._work_lock:
+            try:
+                release = getattr(self.embedder, "release_arena", None)
+                if release is not None:
+                    release()
+            except Exception:  # noqa: BLE001 - a buffer not handed back is no reason to stop indexing
+                log.warning("could not release the embedding arena: %s", _error())
+
     def rebuild(self) -> int:
         """Drop every vector and re-embed every stored version from SQLite."""
         with self._work_lock:
             self.vectors.reset()
             with self.db.transaction() as conn:
                 pending.queue_every_version(conn)
-        return self.drain()
+            return self.drain()
 
     def reembed(self, seqs: list[int]) -> int:
         """Embed these versions again and replace their stored vectors (after a model change,
@@ -196,7 +307,7 @@ class Indexer:
             vectors = self.embedder.embed(embedding_texts(wanted, self.embedder))
             return self.vectors.overwrite([VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)])
 
-    def _index(self, seqs: list[int]) -> int:
+    def _index(self, seqs: list[int], *, keep_arena: bool = False) -> int:
         if not seqs:
             return 0
         with self._work_lock:
@@ -212,7 +323,7 @@ class Indexer:
                 if s in records and records[s]["op"] == "put" and records[s]["kind"] not in NOT_EMBEDDED
             ]
             with self.vectors.writing():  # Chroma stays open while the batch is embedded
-                vectors = self._vectors_for(wanted)
+                vectors = self._vectors_for(wanted, keep_arena=keep_arena)
                 items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
                 self.vectors.add(items)
             with self.db.transaction() as wconn:
@@ -220,7 +331,7 @@ class Indexer:
             self.indexed += len(items)
             return len(queued)
 
-    def _vectors_for(self, records: list[dict[str, Any]]) -> np.ndarray:
+    def _vectors_for(self, records: list[dict[str, Any]], *, keep_arena: bool = False) -> np.ndarray:
         """Embeddings for these versions: each distinct text embedded once, an earlier version's
         vector reused when the text is unchanged, and a text embedded lately reused as it is.
 
@@ -242,7 +353,8 @@ class Indexer:
             else:
                 waiting.setdefault(texts[n], []).append(n)
         if waiting:
-            fresh = self.embedder.embed(list(waiting))
+            texts_to_embed = list(waiting)
+            fresh = self.embedder.embed(texts_to_embed, keep_arena=True) if keep_arena else self.embedder.embed(texts_to_embed)
             for vector, (text, positions) in zip(fresh, waiting.items()):
                 out[positions] = vector
                 self._remember(text, vector)

@@ -27,39 +27,59 @@ class MemoryService:
     # --- writes ---------------------------------------------------------------
 
     def add(self, request: AddMemoryRequest, *, actor: str | None = None) -> list[dict[str, Any]]:
-        """Store each message as a memory (infer=false) or let fact management decide (infer=true)."""
-        try:
-            happened = parse_time(request.timestamp) if request.timestamp is not None else None
-        except ValueError as exc:
-            raise RecordError(str(exc), code="invalid_timestamp")
-        branch = request.branch or MAIN
-        if request.infer:
-            inferred = self._infer(request, branch, happened, actor)
+        """Store each message as a memory (infer=false) or let fact management decide (infer=true);
+        returns once the new memories are searchable."""
+        if self.infers(request):
+            inferred = self._infer(request, request.branch or MAIN, _happened(request), actor)
             if inferred is not None:
                 return inferred
-        from memory_anchor.core.redact import redact, redact_text
-
-        results, seqs = [], []
-        with self.db.transaction() as conn:
-            resolve_view(conn, branch)  # a clear 404 for an unknown branch
-            for role, text in request.texts():
-                record = Records.put(
-                    conn,
-                    "memory",
-                    redact_text(text),
-                    branch=branch,
-                    actor=actor or request.agent_id or request.user_id or "api",
-                    project=request.project or "",
-                    user_id=request.user_id,
-                    agent_id=request.agent_id,
-                    run_id=request.run_id,
-                    metadata=redact({**request.metadata, "role": role}),
-                    happened_at=happened,
-                )
-                seqs.append(record["seq"])
-                results.append({"id": record["id"], "memory": record["text"], "event": "ADD"})
+        [(results, seqs)] = self.store_many([(request, actor)])
         self.services.indexer.flush(seqs)
         return results
+
+    def infers(self, request: AddMemoryRequest) -> bool:
+        """Whether this add goes through fact extraction rather than being stored as given."""
+        return bool(request.infer) and getattr(self.services, "facts", None) is not None and self.services.llm.available
+
+    def store_many(self, adds: list[tuple[AddMemoryRequest, str | None]]) -> list[tuple[list[dict[str, Any]], list[int]]]:
+        """Store several adds' messages as given, in one transaction (concurrent adds share a
+        commit: services.memory_adds); for each add, its results and the seqs to embed."""
+        from memory_anchor.core.redact import redact, redact_text
+
+        out = []
+        with self.db.transaction() as conn:
+            for request, actor in adds:
+                happened = _happened(request)
+                branch = request.branch or MAIN
+                resolve_view(conn, branch)  # a clear 404 for an unknown branch
+                results, seqs = [], []
+                for role, text in request.texts():
+                    record = Records.put(
+                        conn,
+                        "memory",
+                        redact_text(text),
+                        branch=branch,
+                        actor=actor or request.agent_id or request.user_id or "api",
+                        project=request.project or "",
+                        user_id=request.user_id,
+                        agent_id=request.agent_id,
+                        run_id=request.run_id,
+                        metadata=redact({**request.metadata, "role": role}),
+                        happened_at=happened,
+                    )
+                    seqs.append(record["seq"])
+                    results.append({"id": record["id"], "memory": record["text"], "event": "ADD"})
+                out.append((results, seqs))
+        return out
+
+    def make_searchable(self, seqs: list[int]) -> None:
+        """Have these versions embedded: on one machine the indexer's thread does it for every add
+        waiting (searches wait for it); a team database's follower embeds them now."""
+        soon = getattr(self.services.indexer, "index_soon", None)
+        if soon is not None:
+            soon(seqs)
+        else:
+            self.services.indexer.flush(seqs)
 
     def _infer(self, request: AddMemoryRequest, branch: str, happened: float | None, actor: str | None):
         """Fact extraction with Claude when it is available; None means store as given."""
@@ -182,6 +202,13 @@ class MemoryService:
 
 # What a search covers unless `filters.kind` says otherwise. Identity is never searched.
 DEFAULT_SEARCH_KINDS = ["memory", "observation", "summary", "event", "fact", "relation", "operation", "prompt", "transcript"]
+
+
+def _happened(request: AddMemoryRequest) -> float | None:
+    try:
+        return parse_time(request.timestamp) if request.timestamp is not None else None
+    except ValueError as exc:
+        raise RecordError(str(exc), code="invalid_timestamp")
 
 
 def _scope_and_expr(filters: dict[str, Any]) -> tuple[dict[str, Any], Filter | None]:

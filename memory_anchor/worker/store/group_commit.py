@@ -24,11 +24,18 @@ class GroupCommit(Generic[Item, Result]):
         self,
         commit_batch: Callable[[list[Item]], list[Result]],
         run: Callable[..., Awaitable[Any]],
+        *,
+        alone_on_error: bool = False,
     ):
         """`commit_batch` writes items in one transaction and returns one result per item, in
-        order; `run` runs it off the event loop (the loop keeps reading requests meanwhile)."""
+        order; `run` runs it off the event loop (the loop keeps reading requests meanwhile).
+
+        With `alone_on_error`, a batch that fails is committed again one item at a time, so one
+        invalid request (an unknown branch, a bad timestamp) fails alone instead of taking the
+        requests it shared a transaction with down too."""
         self._commit_batch = commit_batch
         self._run = run
+        self._alone_on_error = alone_on_error
         self._waiting: list[tuple[Item, asyncio.Future[Result]]] = []
         self._committer: asyncio.Task[None] | None = None
 
@@ -58,6 +65,10 @@ class GroupCommit(Generic[Item, Result]):
                 future.cancel()
             raise
         except Exception as exc:  # nothing in the batch was committed: every waiter hears why
+            if self._alone_on_error and len(batch) > 1:
+                for one in batch:
+                    await self._commit([one])
+                return
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
