@@ -120,7 +120,7 @@ class VirtualClock:
 def quick_pipeline(monkeypatch):
     monkeypatch.setattr(pipeline_module, "CAPTURE_QUIET", 0.05)
     monkeypatch.setattr(pipeline_module, "CAPTURE_MAX_DEFER", 0.6)
-    pipeline = Pipeline(SimpleNamespace(inbox=None))
+    pipeline = Pipeline(SimpleNamespace(inbox=None, capture_db=None))
     clock = VirtualClock()
     monkeypatch.setattr(pipeline_module, "time", clock)
     monkeypatch.setattr(pipeline_module, "asyncio", SimpleNamespace(sleep=clock.sleep))
