@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.worker.memory.instructions import HEDGED, standing_statements
+from memory_anchor.worker.memory.instructions import HEDGED, REPLY, standing_statements
 
 
 def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
@@ -85,7 +85,7 @@ def test_what_only_looks_like_an_instruction(prompt):
 def test_a_reply_to_claudes_question_stands_only_when_it_says_so_plainly():
     assert briefed("lets use createdAt", answers_a_question=True) == []
     [pending] = standing_statements("lets use createdAt", answers_a_question=True)
-    assert pending.confidence == HEDGED  # it waits for a human's approval
+    assert pending.confidence == REPLY  # a choice for the matter at hand: it waits in Approvals, never briefed
     assert briefed("yes, and never use updatedAt for this again", answers_a_question=True) == [
         ("rule", "yes, and never use updatedAt for this again")]
 

@@ -52,6 +52,12 @@ _SYSTEM_BLOCK = re.compile(
     r"ide_opened_file|ide_selection|ide_diagnostics)>.*?(?:</\1>|\Z)",
     re.DOTALL | re.IGNORECASE,
 )
+# Any other block in tags that opens a line, whatever the tag's name (`<session-start-hook>`, another
+# plugin's, one a later Claude Code invents): people type prose, not markup, so such a block is Claude
+# Code's, a hook's or pasted. One that opens the prompt and never closes runs to its end (an older CLI
+# cut a hook's output short); elsewhere an unclosed "<" is text ("<ipython-input-4> in <module>").
+TAG_BLOCK = re.compile(r"(?m)^[ \t]*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>.*?</\1\s*>", re.DOTALL)
+_OPENING_TAG = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>")
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 _BASH_INPUT = re.compile(r"<bash-input>\s*(.*?)\s*</bash-input>", re.DOTALL)
@@ -73,7 +79,8 @@ def unwrap(prompt: str) -> str:
     bash = _BASH_INPUT.search(text)
     if bash:
         return "!" + bash.group(1).strip()
-    return _SYSTEM_BLOCK.sub("", text).strip()
+    text = TAG_BLOCK.sub("", _SYSTEM_BLOCK.sub("", text)).strip()
+    return "" if _OPENING_TAG.match(text) else text
 
 
 def typed_text(prompt: str) -> str:
@@ -105,6 +112,8 @@ _LOG_LINE = re.compile(
     r"[\w.]+(?:Error|Exception):|\$ |>>> |\.\.\. |[\w-]+@[\w-]+:.*\$|bash-\$|PS [A-Z]:\\|\(\w[\w ]*: [^)]*\)$)"
 )
 _CODE_CHARS = set("{}[]()<>;=|\\$#*`/_")
+# A terminal's output copied from Claude Code's own screen: its result marks and box drawing ("  ⎿  …").
+_TERMINAL_GLYPH = re.compile(r"^\s*[\u23bf\u23fa\u25cf\u273b\u2733\u2736\u2502\u2514\u251c\u250c\u256d\u2570\u2590\u259d\u2598\u2500-\u257f]")
 
 
 @dataclass
@@ -122,6 +131,42 @@ def _technical(line: str) -> bool:
         return True
     symbols = sum(ch in _CODE_CHARS for ch in stripped)
     return len(stripped) >= 8 and symbols / len(stripped) > 0.12
+
+
+def _technical_lines(lines: list[str]) -> list[bool]:
+    """Which lines are code, a log or a terminal's output. A line copied from a terminal continues,
+    indented, on the lines after it (the terminal wrapped it)."""
+    out, pasting = [], False
+    for line in lines:
+        glyph = bool(_TERMINAL_GLYPH.match(line))
+        pasting = glyph or (pasting and line.startswith("  "))
+        out.append(pasting or _technical(line))
+    return out
+
+
+def _split_pasted(block: str, *, opens: bool, closes: bool) -> list[Passage]:
+    """A paragraph that is mostly code, a log or a terminal's output, with the user's words before it
+    when it opens the prompt ("im still getting" + the output) or after it when it closes the prompt
+    (the output + "start adding a version number …"): lines of prose, not a code line or an introducer."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    flags = _technical_lines(lines)
+    first = next(i for i, flag in enumerate(flags) if flag)
+    last = len(flags) - 1 - next(i for i, flag in enumerate(reversed(flags)) if flag)
+    head, tail = "\n".join(lines[:first]), "\n".join(lines[last + 1:])
+    head_own, tail_own = opens and _prose(head), closes and _prose(tail)
+    out = [Passage(head, True, "own")] if head_own else []
+    start, end = (first if head_own else 0), (last + 1 if tail_own else len(lines))
+    out.append(Passage("\n".join(lines[start:end]), False, "code or log"))
+    if tail_own:
+        out.append(Passage(tail, True, "own"))
+    return out
+
+
+def _prose(text: str) -> bool:
+    """The user's own lines beside a paste: short, worded, not introducing the paste (":") nor code."""
+    stripped = text.strip()
+    return (bool(stripped) and len(stripped) <= OWN_PARAGRAPH and len(stripped.split()) >= 3
+            and not stripped.endswith((":", "{", "(", ",")) and not _technical(stripped))  # fmt: skip
 
 
 def _paragraphs(text: str) -> list[tuple[str, bool]]:
@@ -153,6 +198,9 @@ def passages(prompt: str) -> list[Passage]:
     if not text:
         return [Passage(prompt or "", False, "claude code")] if (prompt or "").strip() else []
     blocks = _paragraphs(text)
+    if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
+        # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
+        return [Passage(text, False, "document")]
     out: list[Passage] = []
     material: str | None = None  # what the last introducer brought in; everything after it is that material
     for index, (block, fenced) in enumerate(blocks):
@@ -164,8 +212,8 @@ def passages(prompt: str) -> list[Passage]:
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
             out.append(Passage(block, False, "quoted"))
             continue
-        if sum(_technical(line) for line in lines) * 2 >= len(lines):
-            out.append(Passage(block, False, "code or log"))
+        if sum(_technical_lines(lines)) * 2 >= len(lines):
+            out += _split_pasted(block, opens=index == 0, closes=index == len(blocks) - 1)
             continue
         if material is not None:
             # Material runs to the end, but for a short last paragraph: the user speaking again after the paste.
