@@ -55,6 +55,25 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _CLAUDE_CODE_TEXT = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<bash-input>",
                      "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user")  # fmt: skip
 _NOTICES = ("<task-notification>",)
+# Any other block in tags that opens a line, whatever the tag's name (`<session-start-hook>`, another
+# plugin's, one a later Claude Code invents): people type prose, not markup, so such a block is Claude
+# Code's, a hook's or pasted. One that opens the prompt and never closes runs to its end (an older CLI
+# cut a hook's output short); elsewhere an unclosed "<" is text ("<ipython-input-4> in <module>").
+TAG_BLOCK = re.compile(r"(?m)^[ \t]*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>.*?</\1\s*>", re.DOTALL)
+_OPENING_TAG = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>")
+# A custom command's body is written the moment its command entry is: a person types later than that.
+_BODY_SECONDS = 2.0
+
+
+def without_tag_blocks(text: str) -> str:
+    """The text without the blocks in tags that open a line (see TAG_BLOCK)."""
+    return TAG_BLOCK.sub("", text).strip()
+
+
+def only_tag_blocks(text: str) -> bool:
+    """Nothing but blocks in tags (or one that opens the text and never closes): no one typed it."""
+    rest = without_tag_blocks(text)
+    return bool(text.strip()) and (not rest or bool(_OPENING_TAG.match(rest)))
 
 
 class TranscriptError(Exception):
@@ -163,6 +182,11 @@ class _Reader:
             self.after_caveat = "<local-command-caveat>" in (content if isinstance(content, str) else json.dumps(content, default=str))
             return
         texts, uses, results = _blocks(content)
+        if self._is_command_body(entry, kind, texts, results):
+            # The body of the custom command just typed, written without `isMeta` by some versions:
+            # Claude Code's text, like the isMeta body above.
+            self._settle_command(keep=True)
+            return
         if len(results) == 1 and entry.get("toolUseResult") is not None:
             results[0].response = entry["toolUseResult"]
         turn = Turn(
@@ -187,6 +211,9 @@ class _Reader:
                 if not self.after_caveat and turn.text:
                     self.command = turn
                 return
+            elif only_tag_blocks(text):  # a hook's output or another tool's block, recorded as a user line
+                self._settle_command(keep=True)
+                return
         self._settle_command(keep=True)
         self.after_caveat = False
         if turn.role != "user" or not results:
@@ -202,6 +229,17 @@ class _Reader:
             return
         self.turns.append(turn)
 
+    def _is_command_body(self, entry: dict[str, Any], kind: Any, texts: list[str], results: list) -> bool:
+        """A user text entry right after a custom command's entry, at its time: the command's body."""
+        waiting = self.command
+        if waiting is None or kind != "user" or results or not texts or entry.get("isCompactSummary"):
+            return False
+        text = "\n".join(texts)
+        if text.startswith(_CLAUDE_CODE_TEXT + _NOTICES) or _COMMAND_NAME.search(text):
+            return False  # a built-in command's output, or the next command: read as before
+        gap = _seconds_between(waiting.timestamp, _opt_str(entry.get("timestamp")))
+        return gap is not None and 0 <= gap <= _BODY_SECONDS
+
     def _settle_command(self, *, keep: bool) -> None:
         """The waiting command entry is the user's prompt (`keep`) or a built-in command's (dropped)."""
         if self.command is not None and keep:
@@ -211,6 +249,19 @@ class _Reader:
     def finish(self) -> list[Turn]:
         self._settle_command(keep=True)
         return self.turns
+
+
+def _seconds_between(first: str | None, then: str | None) -> float | None:
+    from datetime import datetime
+
+    try:
+        start = datetime.fromisoformat(str(first).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(then).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        return None
+    return (end - start).total_seconds()
 
 
 def _typed_command(text: str) -> str:

@@ -128,6 +128,15 @@ class ApprovalQueue:
         return approval
 
     @staticmethod
+    def confirmed_by_the_user(conn, approval_id: int, note: str, result_id: str | None) -> None:
+        """The user confirmed what the approval asked by saying it again: no one needs to approve it now."""
+        conn.execute(
+            "UPDATE approvals SET status = 'approved', decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (now(), "user:said-again", note, result_id, approval_id),
+        )
+
+    @staticmethod
     def _decide(conn, approval_id: int, status: str, decision: Decision, result_id: str | None) -> None:
         conn.execute(
             "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? WHERE id = ?",

@@ -239,7 +239,7 @@ def _clauses(piece: str) -> list[str]:
     return [piece] + [piece[m.end():] for m in _CLAUSE_START.finditer(piece)]
 
 
-_CUT_END = _re(r"\b(?:the|a|an|to|of|and|or|but|with|for|in|on|at|by|from|that|which|because|so|if|when|as|your|our|my)\s*$")
+_CUT_END = _re(r"\b(?:the|a|an|of|and|or|but|with|for|in|on|at|by|from|which|because|if|your|our|my)\s*$")  # "when told to" is whole
 
 
 def is_fragment(sentence: str) -> bool:

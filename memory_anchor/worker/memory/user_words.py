@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_anchor.worker.capture.transcript import only_tag_blocks, without_tag_blocks
 from memory_anchor.worker.memory.text import clip, one_line
 
 # --- Claude Code's own text ---------------------------------------------------------
@@ -52,12 +53,6 @@ _SYSTEM_BLOCK = re.compile(
     r"ide_opened_file|ide_selection|ide_diagnostics)>.*?(?:</\1>|\Z)",
     re.DOTALL | re.IGNORECASE,
 )
-# Any other block in tags that opens a line, whatever the tag's name (`<session-start-hook>`, another
-# plugin's, one a later Claude Code invents): people type prose, not markup, so such a block is Claude
-# Code's, a hook's or pasted. One that opens the prompt and never closes runs to its end (an older CLI
-# cut a hook's output short); elsewhere an unclosed "<" is text ("<ipython-input-4> in <module>").
-TAG_BLOCK = re.compile(r"(?m)^[ \t]*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>.*?</\1\s*>", re.DOTALL)
-_OPENING_TAG = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>")
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 _BASH_INPUT = re.compile(r"<bash-input>\s*(.*?)\s*</bash-input>", re.DOTALL)
@@ -79,8 +74,8 @@ def unwrap(prompt: str) -> str:
     bash = _BASH_INPUT.search(text)
     if bash:
         return "!" + bash.group(1).strip()
-    text = TAG_BLOCK.sub("", _SYSTEM_BLOCK.sub("", text)).strip()
-    return "" if _OPENING_TAG.match(text) else text
+    text = _SYSTEM_BLOCK.sub("", text)
+    return "" if only_tag_blocks(text) else without_tag_blocks(text)
 
 
 def typed_text(prompt: str) -> str:
@@ -111,6 +106,8 @@ _LOG_LINE = re.compile(
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d\d:\d\d(?::\d\d)?\]|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\b[:\] ]|"
     r"[\w.]+(?:Error|Exception):|\$ |>>> |\.\.\. |[\w-]+@[\w-]+:.*\$|bash-\$|PS [A-Z]:\\|\(\w[\w ]*: [^)]*\)$)"
 )
+# A response or a config pasted inline: { "code": 0, "msg": "" … (two keys: a title may quote one setting)
+_JSON_KEY = re.compile(r'[{,\[]\s*"[\w.-]+"\s*:.*?,\s*"[\w.-]+"\s*:')
 _CODE_CHARS = set("{}[]()<>;=|\\$#*`/_")
 # A terminal's output copied from Claude Code's own screen: its result marks and box drawing ("  ⎿  …").
 _TERMINAL_GLYPH = re.compile(r"^\s*[\u23bf\u23fa\u25cf\u273b\u2733\u2736\u2502\u2514\u251c\u250c\u256d\u2570\u2590\u259d\u2598\u2500-\u257f]")
@@ -127,7 +124,7 @@ def _technical(line: str) -> bool:
     stripped = line.strip()
     if not stripped:
         return False
-    if _LOG_LINE.match(line) or line.startswith(("\t", "    ")):
+    if _LOG_LINE.match(line) or line.startswith(("\t", "    ")) or _JSON_KEY.search(line):
         return True
     symbols = sum(ch in _CODE_CHARS for ch in stripped)
     return len(stripped) >= 8 and symbols / len(stripped) > 0.12
