@@ -237,8 +237,9 @@ def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):
 
 
 def test_claude_codes_own_lines_without_their_marks_are_not_prompts(tmp_path):
-    """Older or converted transcripts lose `isMeta`: a custom command's body still follows its command
-    entry at the same moment, and a hook's output still comes wrapped in its tags."""
+    """Older or converted transcripts lose `isMeta` and `isCompactSummary`: a custom command's body still
+    follows its command entry at the same moment, a hook's output still comes wrapped in its tags, and a
+    compacted session's summary still opens as Claude Code writes it."""
     entry = lambda uuid, at, content, **extra: {"type": "user", "uuid": uuid, "sessionId": "s4", "timestamp": at,
                                                 "message": {"role": "user", "content": content}, **extra}  # fmt: skip
     lines = [
@@ -248,6 +249,8 @@ def test_claude_codes_own_lines_without_their_marks_are_not_prompts(tmp_path):
         {"type": "assistant", "uuid": "a1", "sessionId": "s4", "timestamp": "2025-01-01T10:00:09Z",
          "message": {"role": "assistant", "id": "m1", "content": [{"type": "text", "text": "Done."}]}},
         entry("u4", "2025-01-01T10:01:00Z", "make sure that handoff updates the wiki if needed"),
+        entry("u5", "2025-01-01T11:00:00Z", "This session is being continued from a previous conversation that ran out "
+                                            "of context. Summary: the user said never edit generated files."),
     ]  # fmt: skip
     path = tmp_path / "s4.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))

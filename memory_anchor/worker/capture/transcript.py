@@ -61,6 +61,7 @@ _NOTICES = ("<task-notification>",)
 # cut a hook's output short); elsewhere an unclosed "<" is text ("<ipython-input-4> in <module>").
 TAG_BLOCK = re.compile(r"(?m)^[ \t]*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>.*?</\1\s*>", re.DOTALL)
 _OPENING_TAG = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>")
+_COMPACT_SUMMARY_OPENINGS = ("This session is being continued from a previous conversation",)
 # A custom command's body is written the moment its command entry is: a person types later than that.
 _BODY_SECONDS = 2.0
 
@@ -198,8 +199,8 @@ class _Reader:
         turn.ended_at, turn.last_uuid = turn.timestamp, turn.uuid
         text = "\n".join(texts)
         if kind == "user" and text and not results:  # text beside tool results is never a prompt
-            if entry.get("isCompactSummary"):
-                turn.role = "summary"
+            if entry.get("isCompactSummary") or text.startswith(_COMPACT_SUMMARY_OPENINGS):
+                turn.role = "summary"  # with or without its mark: older versions and converted exports lose it
             elif text.startswith(_CLAUDE_CODE_TEXT):
                 self._settle_command(keep=not text.startswith(("<local-command-stdout>", "<local-command-stderr>")))
                 return
