@@ -211,7 +211,7 @@ def report(name: str, briefed: dict[str, Any], pending: dict[str, Any]) -> None:
 
     if "reached" in briefed:  # the keywords form: the instructions themselves are the labels
         print(f"\n{name}: {briefed['standing']} standing instructions of the user")
-        for title, figures in (("briefed", briefed), ("waiting for approval (not briefed)", pending)):
+        for title, figures in (("briefed", briefed), ("pending (said once, or waiting for approval)", pending)):
             print(f"  {title}: {len(figures['rules'])} lines, {figures['genuine_rules']} genuine (precision "
                   f"{pct(figures['precision'])}); instructions reached {figures['standing_reached']}/"
                   f"{figures['standing']} ({pct(recall(figures))}): {', '.join(figures['reached']) or 'none'}")  # fmt: skip

@@ -66,7 +66,7 @@ def said_once_section(request: ContextRequest, conn, view) -> Section | None:
         lines.append(f'- "{clip(_their_words(fact), 260)}" (said {said} {when(data.get("verified_at"))[:10]}; '
                      f"fact {fact['id'][:8]})")  # fmt: skip
     return Section("said_once", "Instructions the user gave once (their own words, not yet confirmed: "
-                   "follow them unless the user says otherwise)", lines, share=0.15)  # fmt: skip
+                   "follow them unless the user says otherwise)", lines, share=0.25)  # fmt: skip
 
 
 def _their_words(fact: dict) -> str:
