@@ -93,3 +93,37 @@ def test_approved_it_is_a_standing_rule_and_rejected_it_is_gone(model):
     text = _briefing(model)
     assert any("backs up the database" in line for line in _section(text, "Standing rules"))
     assert "API docs" not in text
+
+
+def test_live_capture_briefs_the_users_instruction_and_nothing_else_they_did_not_say(shared_worker):
+    """Hook payloads as Claude Code posts them: another plugin's text in tags, a one-off go-ahead, a
+    heading-like fragment and an instruction, in one session; the next briefing shows only the last."""
+    import uuid
+
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    cwd = f"/tmp/said-once-{sid}"
+    base = {"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl", "cwd": cwd}
+    prompts = [
+        "<session-start-hook><EXTREMELY_IMPORTANT>\nYou have superpowers.\n\n**For all other skills, use the 'Skill' tool:**",
+        "lets move to phase 4",
+        "## Always keep the changelog",
+        "make sure that the release script updates the changelog if needed",
+    ]  # fmt: skip
+    events = [{**base, "hook_event_name": "SessionStart", "source": "startup"}]
+    events += [{**base, "hook_event_name": "UserPromptSubmit", "prompt": p, "permission_mode": "default"} for p in prompts]
+    events += [{**base, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Noted."},
+               {**base, "hook_event_name": "SessionEnd", "reason": "other"}]  # fmt: skip
+    for event in events:
+        status, _ = shared_worker.request("POST", "/api/v1/events", event)
+        assert status == 202
+    shared_worker.wait_idle()
+    text = shared_worker.get(f"/api/v1/context?cwd={cwd}&source=startup")["context"]
+    shown = _section(text, "Instructions the user gave once") + _section(text, "Standing rules")
+    assert len(shown) == 1 and "release script updates the changelog" in shown[0]
+    assert "Skill" not in text and "superpowers" not in text
+    # what the session asked is the user's first prompt, not the plugin's text (and not an instruction)
+    assert "asked: lets move to phase 4" in _section_text(text, "Last sessions")
+
+
+def _section_text(text: str, starts: str) -> str:
+    return text[text.index(f"## {starts}"):]
