@@ -135,7 +135,7 @@ def said_once(prompt: str, **kw) -> list[tuple[str, str]]:
     ("yes. also be sure to allow for dark mode and potentially a compact view if possible", "rule"),
     # an imperative with a lasting scope, the scope word mistyped
     ("start adding the build number to the footer eqch time so i can tell which one loaded", "rule"),
-    ("KEEP THE API DOCS UPDATED THROUGHOUT THE PROJECT", "rule"),
+    ("KEEP THE API DOCS UPDATED THROUGHOUT EVERY SESSION", "rule"),
     # a request with a scope, inside a longer message
     ("update the readme and i also want you to keep the changelog current throughout sessions, not just when told to", "rule"),
     # a requirement on a thing of the project
@@ -165,6 +165,9 @@ def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     "always use the",                              # a sentence cut off
     "the bug must be in the parser",               # a guess, not a requirement
     "update all the docs",                         # a task: no lasting scope
+    "rename the helper throughout the codebase",   # "throughout" a thing: one task
+    "make the server start automatically",         # what a feature does, not a way of working
+    "format the dates consistently",
     "should we always keep a version number in the UI?",  # a question
 ])  # fmt: skip
 def test_one_offs_questions_and_fragments_are_never_an_instruction(prompt):

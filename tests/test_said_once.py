@@ -57,7 +57,7 @@ def test_an_instruction_said_once_is_briefed_in_the_users_words_with_its_date(mo
     text = _briefing(model)
     [line] = _section(text, "Instructions the user gave once")
     day = time.strftime("%Y-%m-%d", time.gmtime(said))
-    assert line.startswith('- "make sure that the release script updates the changelog if needed" (said once ' + day)
+    assert line.startswith('- "make sure that the release script updates the changelog if needed" (said ' + day)
     assert _section(text, "Standing rules") == []  # not a confirmed rule
     assert len(text) <= 10_000
 

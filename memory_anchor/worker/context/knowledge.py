@@ -60,11 +60,10 @@ def said_once_section(request: ContextRequest, conn, view) -> Section | None:
     facts.sort(key=lambda f: -float((f.get("data") or {}).get("verified_at") or 0))  # the latest said first
     lines = []
     for fact in facts[:SAID_ONCE]:
-        data = fact.get("data") or {}
-        times = len(data.get("sessions") or []) or 1
-        said = "once" if times == 1 else f"{times} times, last"
-        lines.append(f'- "{clip(_their_words(fact), 260)}" (said {said} {when(data.get("verified_at"))[:10]}; '
-                     f"fact {fact['id'][:8]})")  # fmt: skip
+        # The day it was said. Not how often: a resumed session's transcript copies the earlier
+        # conversation, so one saying can sit in two sessions (said again for real, it is confirmed).
+        said = when((fact.get("data") or {}).get("verified_at"))[:10]
+        lines.append(f'- "{clip(_their_words(fact), 260)}" (said {said}; fact {fact["id"][:8]})')
     return Section("said_once", "Instructions the user gave once (their own words, not yet confirmed: "
                    "follow them unless the user says otherwise)", lines, share=0.25)  # fmt: skip
 

@@ -118,12 +118,18 @@ _YOU_MUST = _re(r"^you\s+(?:should|must|need to|have to)\b")
 _PREFER = _re(r"^(?:i|we)(?:'d| would)?\s+(?:prefer|rather)\b|^prefer\s+\S|^(?:i'?m|we'?re|i am|we are) not (?:a )?fans? of\b")
 # --- instructions without "always" or "never" -----------------------------------------------------------
 # A lasting scope said anywhere in the sentence: what turns "update the docs" (a task) into a way of working.
-_SCOPE = _re(r"\b(?:always|never|every ?time|each time|every (?:session|change|commit|release|run|step|feature|time)|"
-             r"each (?:session|change|commit|release|run|step|feature)|whenever|from now on|going forward|moving forward|"
-             r"throughout|consistently|continuously|continually|proactively|automatically|by default|at all times|"
-             r"in (?:the )?future|from here on|any ?time|not (?:just|only) when|"
-             r"(?:when(?:ever)?|where(?:ever)?|if) (?:possible|needed|neede?d?|necessary|useful|appropriate|relevant|applicable)|"
-             r"as (?:needed|necessary|appropriate|you go))\b")  # fmt: skip
+# Not "automatically" or "by default" (they describe what a feature does: "make it start automatically"),
+# nor "throughout" a thing ("rename it throughout the codebase" is one task): throughout the work itself.
+_HABIT = (r"always|never|every ?time|each time|every (?:session|change|commit|release|run|step|feature|time)|"
+          r"each (?:session|change|commit|release|run|step|feature)|whenever|from now on|going forward|moving forward|"
+          r"throughout (?:the |every |each |all |our |my )?(?:sessions?|conversations?|chats?|the day|work)|proactively|"
+          r"at all times|in (?:the )?future|from here on|not (?:just|only) when|"
+          r"(?:when(?:ever)?|where(?:ever)?|if) (?:possible|needed|neede?d?|necessary|useful|appropriate|relevant|applicable)|"
+          r"as (?:needed|necessary|appropriate|you go)")  # fmt: skip
+_SCOPE = _re(rf"\b(?:{_HABIT})\b")
+# Said of a state kept up ("it should be consistently updated"), these last too; after a bare imperative
+# they describe the task ("format the dates consistently").
+_KEPT_UP = _re(rf"\b(?:{_HABIT}|consistently|continuously|continually|constantly|dynamically)\b")
 # The scope words people mistype, one letter off ("eqch time", "allways", "evry"), read as they meant them.
 _SCOPE_WORDS = ("always", "never", "each", "every", "whenever", "throughout", "consistently", "proactively")
 _NOT_TYPOS = frozenset({"ever", "even", "eve", "each", "every", "nerve", "aways", "reach", "teach", "beach", "eaten"})
@@ -277,8 +283,8 @@ def _one_off(word: str, meant: str) -> bool:
     return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
 
-def _lasting(core: str) -> bool:
-    return bool(_SCOPE.search(core) or _SCOPE.search(_untypo(core)))
+def _lasting(core: str, scope: re.Pattern[str] = _SCOPE) -> bool:
+    return bool(scope.search(core) or scope.search(_untypo(core)))
 
 
 def _asks(sentence: str) -> bool:
@@ -354,9 +360,9 @@ def _english_form(text: str) -> tuple[str, float] | None:
 def _said_once_form(core: str) -> tuple[str, float] | None:
     """The forms a lasting instruction takes without "always" or "never", each usually but not always
     one: said once, they are briefed marked as such (HEDGED) until confirmed."""
-    lasting = _lasting(core)
-    if lasting and (_looks_imperative(core) or _WANT_YOU_TO.match(core) or _MODAL.match(core)
-                    or _IT_SHOULD_LAST.match(core)):  # fmt: skip
+    if _lasting(core) and (_looks_imperative(core) or _WANT_YOU_TO.match(core) or _MODAL.match(core)):
+        return "rule", HEDGED
+    if _lasting(core, _KEPT_UP) and (_WANT_YOU_TO.match(core) or _MODAL.match(core) or _IT_SHOULD_LAST.match(core)):
         return "rule", HEDGED
     if _MAY.match(core) and _MAY_SCOPE.search(core) and not _ABOUT_THIS.search(core):
         return "preference", HEDGED
