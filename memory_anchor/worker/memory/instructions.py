@@ -15,14 +15,23 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    "we use/deploy with …", "decision: …", "let's use X instead of Y", "I prefer
    …". Questions, one-off requests ("for now", "this time", "yet"), replies that
    pick an option ("let's go with the second one"), conditions ("if we drop
-   …"), narration ("I have a project where I never …") and fragments never do.
+   …"), narration ("I have a project where I never …") and fragments (a
+   heading, a clause ending in ":", a sentence cut off) never do. Most people
+   seldom say "always": "make sure that X updates Y", "be sure to also use X",
+   an imperative or "i want you to …" with a lasting scope said anywhere
+   ("throughout sessions", "each time", "when possible", even mistyped "eqch
+   time"), "X must be …" of a thing, "let's have one X for …", "I want to have
+   X that …", "X runs from /path". Read per sentence, per sentence the user ran
+   together without a capital, and per clause with its own subject inside a
+   longer one ("update the docs and i also want you to …").
    Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
    under the same tests of place, question and one-off.
 
 Confidence follows seed 002's tiers: said plainly, 0.95 (active, briefed); a
-convention in passing, 0.9; hedged or uncertain ("maybe", "make sure to …"
-without a when), 0.75: it waits for a human's approval and stays out of the
-briefing.
+convention in passing, 0.9; hedged, or one of the forms above that are usually
+but not always lasting, 0.75 (HEDGED): pending, and briefed in the user's words
+with its date as said once, not yet confirmed (context/knowledge.py); a choice
+in a reply to Claude's question, 0.7 (REPLY): it waits for approval, unbriefed.
 """
 
 from __future__ import annotations
