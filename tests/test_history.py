@@ -234,3 +234,25 @@ def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):
     assert importable_sessions(None, "/no/such/folder/s.jsonl", "s", tmp_path) == 0
     assert importable_sessions(None, "bad\0path/s.jsonl", "s", tmp_path) == 0
     assert importable_sessions(None, "", None, tmp_path) == 0
+
+
+def test_claude_codes_own_lines_without_their_marks_are_not_prompts(tmp_path):
+    """Older or converted transcripts lose `isMeta` and `isCompactSummary`: a custom command's body still
+    follows its command entry at the same moment, a hook's output still comes wrapped in its tags, and a
+    compacted session's summary still opens as Claude Code writes it."""
+    entry = lambda uuid, at, content, **extra: {"type": "user", "uuid": uuid, "sessionId": "s4", "timestamp": at,
+                                                "message": {"role": "user", "content": content}, **extra}  # fmt: skip
+    lines = [
+        entry("u1", "2025-01-01T10:00:00Z", "<session-start-hook><EXTREMELY_IMPORTANT>\nYou have superpowers. For all other skills, use the 'Skill' tool:"),
+        entry("u2", "2025-01-01T10:00:05Z", "<command-message>handoff is running…</command-message>\n<command-name>/handoff</command-name>"),
+        entry("u3", "2025-01-01T10:00:05Z", [{"type": "text", "text": "# Session Handoff\n\nPrepare for ending this session."}]),
+        {"type": "assistant", "uuid": "a1", "sessionId": "s4", "timestamp": "2025-01-01T10:00:09Z",
+         "message": {"role": "assistant", "id": "m1", "content": [{"type": "text", "text": "Done."}]}},
+        entry("u4", "2025-01-01T10:01:00Z", "make sure that handoff updates the wiki if needed"),
+        entry("u5", "2025-01-01T11:00:00Z", "This session is being continued from a previous conversation that ran out "
+                                            "of context. Summary: the user said never edit generated files."),
+    ]  # fmt: skip
+    path = tmp_path / "s4.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    prompts = [e.payload["prompt"] for e in session_events(path) if e.payload["hook_event_name"] == "UserPromptSubmit"]
+    assert prompts == ["/handoff", "make sure that handoff updates the wiki if needed"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.worker.memory.instructions import HEDGED, standing_statements
+from memory_anchor.worker.memory.instructions import HEDGED, REPLY, standing_statements
 
 
 def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
@@ -85,7 +85,7 @@ def test_what_only_looks_like_an_instruction(prompt):
 def test_a_reply_to_claudes_question_stands_only_when_it_says_so_plainly():
     assert briefed("lets use createdAt", answers_a_question=True) == []
     [pending] = standing_statements("lets use createdAt", answers_a_question=True)
-    assert pending.confidence == HEDGED  # it waits for a human's approval
+    assert pending.confidence == REPLY  # a choice for the matter at hand: it waits in Approvals, never briefed
     assert briefed("yes, and never use updatedAt for this again", answers_a_question=True) == [
         ("rule", "yes, and never use updatedAt for this again")]
 
@@ -118,3 +118,65 @@ def test_claudes_rule_stands_on_the_quoted_sentence_and_says_no_more_than_it():
     english = check("Use ruff, never flake8, and squash every commit.", "rule", 0.95,
                     "stop using flake8, use ruff", [Prompt("stop using flake8, use ruff")])  # fmt: skip
     assert not english.allowed  # "squash every commit" is not in what the user said
+
+
+# --- what people say without "always" or "never": said once, briefed as such ---------------------------
+
+
+def said_once(prompt: str, **kw) -> list[tuple[str, str]]:
+    """The (kind, text) a prompt gives in the said-once tier: briefed in the user's words, marked unconfirmed."""
+    return [(s.kind, s.text) for s in standing_statements(prompt, **kw) if s.confidence == HEDGED]
+
+
+@pytest.mark.parametrize("prompt, kind", [
+    # "make sure …" / "be sure to also …" asking for a way of working, typos and all
+    ("make sure that the release script updates the changelog if  neede", "rule"),
+    ("be sure to also use the shared fixtures. you can add new ones per module", "rule"),
+    ("yes. also be sure to allow for dark mode and potentially a compact view if possible", "rule"),
+    # an imperative with a lasting scope, the scope word mistyped
+    ("start adding the build number to the footer eqch time so i can tell which one loaded", "rule"),
+    ("KEEP THE API DOCS UPDATED THROUGHOUT EVERY SESSION", "rule"),
+    # a request with a scope, inside a longer message
+    ("update the readme and i also want you to keep the changelog current throughout sessions, not just when told to", "rule"),
+    # a requirement on a thing of the project
+    ("the onboarding flow must stay exactly as it is", "rule"),
+    ("it should be a consistently updated picture of the project and its status", "rule"),
+    # permission with a lasting scope
+    ("you can run the slow tests in parallel when possible", "preference"),
+    # decisions: an arrangement the user wants, where a thing runs
+    ("lets have one board for planning and another for bugs", "decision"),
+    ("i want to have a notes file per service that holds only that service's decisions", "decision"),
+    ("postgres runs from /srv/compose/postgres with its data under /srv/data/pg", "decision"),
+])  # fmt: skip
+def test_instructions_without_always_or_never_are_said_once(prompt, kind):
+    [(found, _)] = said_once(prompt)
+    assert found == kind
+
+
+@pytest.mark.parametrize("prompt", [
+    "lets move to phase 4",                        # a go-ahead: the work goes on
+    "then lets do 1. be sure to document all of this",  # picks an option; "all of this" is the task at hand
+    "make sure the server is up to date",          # checks a state now
+    "dont revert anything, figure out why it broke",  # a prohibition about the task at hand
+    "we can deal with that whenever best",         # schedules one thing
+    "I can track many things, but always return to the main thread",  # the user about themselves
+    "For all other skills, use the 'Skill' tool:",  # a clause that introduces what follows
+    "## Always run the linter",                    # a heading
+    "always use the",                              # a sentence cut off
+    "the bug must be in the parser",               # a guess, not a requirement
+    "update all the docs",                         # a task: no lasting scope
+    "rename the helper throughout the codebase",   # "throughout" a thing: one task
+    "make the server start automatically",         # what a feature does, not a way of working
+    "format the dates consistently",
+    "should we always keep a version number in the UI?",  # a question
+])  # fmt: skip
+def test_one_offs_questions_and_fragments_are_never_an_instruction(prompt):
+    assert standing_statements(prompt) == []
+
+
+def test_a_reply_that_picks_waits_unbriefed_and_one_that_adds_an_instruction_is_said_once():
+    """After "Which layout: A or B?", the pick settles the question at hand; "be sure to" adds a way of working."""
+    [pick] = standing_statements("lets use layout B", answers_a_question=True)
+    assert (pick.kind, pick.confidence) == ("decision", REPLY)
+    [rule] = standing_statements("yes. also be sure to keep it usable on phones", answers_a_question=True)
+    assert (rule.kind, rule.confidence) == ("rule", HEDGED)

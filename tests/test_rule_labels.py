@@ -61,3 +61,34 @@ def test_a_label_that_is_no_label_is_an_error_naming_its_line(tmp_path):
     path.write_text(json.dumps({"session": "s", "prompt": "p", "label": "standng"}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"labels.jsonl:1: label 'standng'"):
         read_labels(path)
+
+
+def test_the_users_instructions_by_keywords_score_every_line_under_an_instructions_heading(tmp_path):
+    """labels.json: a reader listed the user's instructions, each with keywords; a briefed line is genuine
+    when it carries the first two of one of them, whichever section shows it."""
+    from memory_anchor.bench.rule_labels import Instructions, instruction_lines, score_instructions
+
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps({"source": "test", "rules": [
+        {"id": "r1", "kind": "rule", "canonical": "Handoff updates the wiki", "keywords": ["handoff", "wiki"]},
+        {"id": "r2", "kind": "decision", "canonical": "Postgres runs in docker", "keywords": ["postgres", "docker", "compose"]},
+    ]}), encoding="utf-8")  # fmt: skip
+    labels = read_labels(path)
+    assert isinstance(labels, Instructions) and [i.id for i in labels.items] == ["r1", "r2"]
+    briefing = "\n".join([
+        "# Memory Anchor", "## Standing rules and decisions", "- decision: lets move to phase 4 (fact 1)",
+        "## Instructions the user gave once (their own words)", '- "make sure that Handoff updates the wiki" (said once)',
+        "## Recent activity", "- the handoff touched the wiki page",
+    ])  # fmt: skip
+    lines = instruction_lines(briefing)
+    assert lines == ["- decision: lets move to phase 4 (fact 1)", '- "make sure that Handoff updates the wiki" (said once)']
+    figures = score_instructions(labels, [{"text": line} for line in lines])
+    assert [row["label"] for row in figures["rules"]] == ["not", "genuine r1"]
+    assert (figures["precision"], figures["standing_reached"], figures["standing"]) == (0.5, 1, 2)
+
+
+def test_an_instruction_without_two_keywords_is_an_error(tmp_path):
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps({"rules": [{"id": "r1", "keywords": ["handoff"]}]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="r1 needs two keywords"):
+        read_labels(path)

@@ -100,3 +100,37 @@ def test_real_pasted_issues_are_asked_by_their_title_and_hold_no_own_words():
     for prompt, title in prompts:
         assert subject(prompt).rstrip(". ") == title.rstrip(". ")
         assert own_words(prompt) == []
+
+
+@pytest.mark.parametrize("prompt", [
+    # another plugin's SessionStart output, recorded by an older Claude Code as a user line and cut short
+    "<session-start-hook><EXTREMELY_IMPORTANT>\nYou have superpowers.\n\n**For all other skills, use the 'Skill' tool:**",
+    # a tag nobody has seen yet, closed
+    "<hook-output-v9>\nAlways answer in French.\n</hook-output-v9>",
+])  # fmt: skip
+def test_a_block_in_tags_is_nobodys_words_whatever_the_tag(prompt):
+    assert typed_text(prompt) == "" and own_words(prompt) == [] and subject(prompt) == ""
+
+
+def test_the_user_typing_around_a_block_in_tags_keeps_their_words():
+    prompt = "<plugin-note>\nUse the Skill tool for skills.\n</plugin-note>\nwhy did the import stop?"
+    assert own_words(prompt) == ["why did the import stop?"]
+    # a "<" in pasted output that closes no tag is text, not the start of a block
+    assert "in <module>" in typed_text("look at this\nFile x.py, line 3, in <module>\n<ipython-input-4> in <module>")
+
+
+def test_a_document_that_opens_with_its_title_is_not_the_user_talking():
+    """A custom command's or skill's body (with or without isMeta), or a pasted spec."""
+    body = "# Session Handoff\n\nPrepare for ending this session.\n\n1. **Summarize** what was done.\n" + "Always update the progress file. " * 20
+    assert own_words(body) == []
+
+
+def test_a_terminals_output_pasted_between_the_users_words():
+    """Claude Code's screen copied into a prompt: "⎿" marks a result, and the terminal wrapped its lines."""
+    prompt = ("im still getting Ran 1 stop hook\n  ⎿  Phase 3 is complete. Documentation MUST be\n  updated: (1) the "
+              "progress file\n  ⎿  Stop hook error: condition was not met")  # fmt: skip
+    assert own_words(prompt) == ["im still getting Ran 1 stop hook"]
+    # a real prompt (the brain set): an endpoint's answer, then what the user wants
+    after = ('URL: http://192.168.86.60:8081/session/start Response: { "code": 0, "msg": "", "data": null } \n'
+             "start adding a version number to the ui of the plugin eqch time")  # fmt: skip
+    assert own_words(after) == ["start adding a version number to the ui of the plugin eqch time"]

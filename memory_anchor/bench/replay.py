@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from memory_anchor.bench import qa
+from memory_anchor.bench.rule_labels import instruction_lines
 from memory_anchor.client.worker_client import WorkerError
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = 'How did we fix "{title}" before? Which files did we change?'
-RULE_LINES = ("- rule:", "- decision:", "- preference:")
 # Claude Code's own text, which must never show as what the user asked or said.
 CLAUDE_CODE_TEXT = ("Caveat: The messages below", "<command-name>", "<command-message>", "<local-command",
                     "<system-reminder>", "[Request interrupted", "<task-notification>", "Base directory for this skill",
@@ -176,8 +176,7 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
         figures["briefing"] = briefing
         figures["chars"] = len(briefing)
-        figures["rules"] = [_with_source(line, facts) for line in section(parts, "Standing rules")
-                            if line.startswith(RULE_LINES)]  # fmt: skip
+        figures["rules"] = [_with_source(line, facts) for line in instruction_lines(briefing)]
         figures["next_steps"] = section(parts, "Open next steps")
         figures["facts"] = section(parts, "Verified facts")
         figures["stored"] = {"facts": len(facts),
@@ -242,11 +241,9 @@ def standing_statements_of_every_project(run, files: list[Path], via: str) -> di
     briefed, pending = [], []
     for project, cwd in cwds.items():
         facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
-        parts = sections(run.context_at(cwd, via))
-        for line in section(parts, "Standing rules"):
-            if line.startswith(RULE_LINES):
-                rule = _with_source(line, facts)
-                briefed.append({"text": rule["text"] or line, "quote": rule["quote"], "session": rule["session"]})
+        for line in instruction_lines(run.context_at(cwd, via)):
+            rule = _with_source(line, facts)
+            briefed.append({"text": rule["text"] or line, "line": line, "quote": rule["quote"], "session": rule["session"]})
         for fact in run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]:
             if fact.get("type") in STANDING_TYPES:
                 pending.append({"text": fact["text"], "quote": (fact.get("data") or {}).get("quote"), "session": fact.get("session_id")})
@@ -366,10 +363,13 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
 
 def report_labels(labels, rules: dict[str, list[dict[str, Any]]]) -> None:
     """Precision and recall of the standing rules against a reader's labels: in all, then per half."""
+    from memory_anchor.bench.rule_labels import Instructions, score, score_instructions
     from memory_anchor.bench.rule_labels import report as print_scope
-    from memory_anchor.bench.rule_labels import score
 
     print("\nstanding rules against the labels (every project's briefing)")
+    if isinstance(labels, Instructions):
+        print_scope("all", score_instructions(labels, rules["briefed"]), score_instructions(labels, rules["pending"]))
+        return
     halves = sorted({label.half for label in labels if label.half})
     for half in [None, *halves]:
         print_scope(half or "all", score(labels, rules["briefed"], half), score(labels, rules["pending"], half))

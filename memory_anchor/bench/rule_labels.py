@@ -1,9 +1,23 @@
 """How many of the user's genuine standing instructions memory briefs, and how many of its rules are genuine.
 
 `memory-anchor bench replay DIR --labels FILE` scores the standing rules, decisions and
-preferences memory drew from a folder of real transcripts against a reader's labels of
-every user prompt in it. The labels file (JSON Lines, kept beside the transcripts, never
-in this repository: it quotes their users) has one line a prompt:
+preferences memory drew from a folder of real transcripts against a reader's labels. What
+counts as briefed: every `- ` line under a `## ` heading of the briefing that says rules,
+decisions, preferences or instructions (`instruction_lines`), whatever else the line says
+(confirmed or marked as said once). Labels files are kept beside the transcripts, never in
+this repository (they quote their users), in one of two forms.
+
+**The user's instructions by keywords** (one JSON object, e.g. `labels.json`): a reader
+read every prompt and listed the standing instructions and decisions the user gave:
+
+    {"source": "...", "rules": [{"id": "r3", "kind": "rule", "canonical": "<the instruction, reworded>",
+                                 "keywords": ["handoff", "siyuan", ...]}, ...]}
+
+A briefed line is genuine when it carries (as lower-case substrings) the first two keywords
+of a listed instruction, and that instruction is then reached. Precision: the share of
+briefed lines that are genuine; recall: the share of listed instructions reached.
+
+**Every prompt labelled** (JSON Lines), one line a prompt:
 
     {"session": "<session id>", "prompt": "<the prompt as typed>", "label": "standing" | "borderline" | "not",
      "half": "dev" | "check"}
@@ -44,10 +58,54 @@ class Label:
     half: str = ""
 
 
-def read_labels(path: Path) -> list[Label]:
-    """The labels file's lines; a line that is not a label is an error naming it (a typo must not pass as 'not')."""
+@dataclass
+class Instruction:
+    """One standing instruction or decision a reader found in the user's prompts, known by its keywords."""
+
+    id: str
+    kind: str
+    canonical: str
+    keywords: list[str]
+
+    def carried_by(self, text: str) -> bool:
+        lowered = (text or "").lower()
+        return all(word.lower() in lowered for word in self.keywords[:2])
+
+
+@dataclass
+class Instructions:
+    """A labels file of the keywords form: the user's standing instructions, each by its keywords."""
+
+    source: str
+    items: list[Instruction]
+
+
+_HEADING_SAYS = re.compile(r"(?i)\b(?:rules?|decisions?|preferences?|instructions?)\b")
+
+
+def instruction_lines(briefing: str) -> list[str]:
+    """The `- ` lines under every `## ` heading that says rules, decisions, preferences or instructions:
+    what the briefing shows as the user's instructions, however it marks them."""
+    out, counted = [], False
+    for line in briefing.splitlines():
+        if line.startswith("## "):
+            counted = bool(_HEADING_SAYS.search(line))
+        elif line.startswith("- ") and counted:
+            out.append(line)
+    return out
+
+
+def read_labels(path: Path) -> list[Label] | Instructions:
+    """The labels file, of either form; a line that is not a label is an error naming it (a typo must not pass as 'not')."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict) and "rules" in whole:
+        return _read_instructions(path, whole)
     out = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -59,6 +117,36 @@ def read_labels(path: Path) -> list[Label]:
             raise ValueError(f"{path}:{number}: label {label.label!r} is none of {', '.join(LABELS)}")
         out.append(label)
     return out
+
+
+def _read_instructions(path: Path, whole: dict[str, Any]) -> Instructions:
+    items = []
+    for number, row in enumerate(whole["rules"], 1):
+        try:
+            keywords = [str(word) for word in row["keywords"]]
+            item = Instruction(str(row["id"]), str(row.get("kind") or ""), str(row.get("canonical") or ""), keywords)
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: rule {number} is not an instruction with keywords ({exc})") from exc
+        if len(keywords) < 2:
+            raise ValueError(f"{path}: rule {item.id} needs two keywords at least, has {keywords}")
+        items.append(item)
+    return Instructions(str(whole.get("source") or ""), items)
+
+
+def score_instructions(instructions: Instructions, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """Precision and recall of briefed `rules` ({text, ...}: text as the briefing shows it) against
+    the user's instructions by keywords; the same figures `score` gives, so `report` prints either."""
+    rows = []
+    reached: set[str] = set()
+    for rule in rules:
+        carried = [item.id for item in instructions.items if item.carried_by(rule.get("line") or rule.get("text") or "")]
+        reached.update(carried)
+        rows.append({**rule, "label": "genuine " + ",".join(carried) if carried else "not", "prompt": None})
+    good = sum(row["label"] != "not" for row in rows)
+    total = len(instructions.items)
+    return {"rules": rows, "precision": good / len(rows) if rows else None, "genuine_rules": good,
+            "standing": total, "standing_reached": len(reached), "genuine": total, "genuine_reached": len(reached),
+            "prompts": total, "reached": sorted(reached, key=lambda i: (len(i), i))}  # fmt: skip
 
 
 def _words(text: str) -> list[str]:
@@ -121,6 +209,15 @@ def report(name: str, briefed: dict[str, Any], pending: dict[str, Any]) -> None:
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.0%}"
 
+    if "reached" in briefed:  # the keywords form: the instructions themselves are the labels
+        print(f"\n{name}: {briefed['standing']} standing instructions of the user")
+        for title, figures in (("briefed", briefed), ("pending (said once, or waiting for approval)", pending)):
+            print(f"  {title}: {len(figures['rules'])} lines, {figures['genuine_rules']} genuine (precision "
+                  f"{pct(figures['precision'])}); instructions reached {figures['standing_reached']}/"
+                  f"{figures['standing']} ({pct(recall(figures))}): {', '.join(figures['reached']) or 'none'}")  # fmt: skip
+            for row in figures["rules"]:
+                print(f"    [{row['label']}] {row['text'][:220]!r}")
+        return
     print(f"\n{name}: {briefed['prompts']} labelled prompts, {briefed['standing']} standing instructions "
           f"({briefed['genuine']} with borderline ones)")  # fmt: skip
     for title, figures in (("briefed", briefed), ("waiting for approval", pending)):

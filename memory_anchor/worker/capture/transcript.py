@@ -59,6 +59,26 @@ _CLAUDE_CODE_TEXT = ("<local-command-stdout>", "<local-command-stderr>", "<local
 # Claude Code's own text that starts a turn: a background agent finished, a hook's feedback that made
 # Claude go on (a Stop hook that blocked). No hook gets it as a prompt.
 _NOTICES = ("<task-notification>", "Stop hook feedback:", "SubagentStop hook feedback:")
+# Any other block in tags that opens a line, whatever the tag's name (`<session-start-hook>`, another
+# plugin's, one a later Claude Code invents): people type prose, not markup, so such a block is Claude
+# Code's, a hook's or pasted. One that opens the prompt and never closes runs to its end (an older CLI
+# cut a hook's output short); elsewhere an unclosed "<" is text ("<ipython-input-4> in <module>").
+TAG_BLOCK = re.compile(r"(?m)^[ \t]*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>.*?</\1\s*>", re.DOTALL)
+_OPENING_TAG = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>")
+_COMPACT_SUMMARY_OPENINGS = ("This session is being continued from a previous conversation",)
+# A custom command's body is written the moment its command entry is: a person types later than that.
+_BODY_SECONDS = 2.0
+
+
+def without_tag_blocks(text: str) -> str:
+    """The text without the blocks in tags that open a line (see TAG_BLOCK)."""
+    return TAG_BLOCK.sub("", text).strip()
+
+
+def only_tag_blocks(text: str) -> bool:
+    """Nothing but blocks in tags (or one that opens the text and never closes): no one typed it."""
+    rest = without_tag_blocks(text)
+    return bool(text.strip()) and (not rest or bool(_OPENING_TAG.match(rest)))
 
 
 class TranscriptError(Exception):
@@ -173,6 +193,11 @@ class _Reader:
             self.after_caveat = "<local-command-caveat>" in (content if isinstance(content, str) else json.dumps(content, default=str))
             return
         texts, uses, results = _blocks(content)
+        if self._is_command_body(entry, kind, texts, results):
+            # The body of the custom command just typed, written without `isMeta` by some versions:
+            # Claude Code's text, like the isMeta body above.
+            self._settle_command(keep=True)
+            return
         if len(results) == 1 and entry.get("toolUseResult") is not None:
             results[0].response = entry["toolUseResult"]
         turn = Turn(
@@ -184,8 +209,8 @@ class _Reader:
         turn.ended_at, turn.last_uuid = turn.timestamp, turn.uuid
         text = "\n".join(texts)
         if kind == "user" and text and not results:  # text beside tool results is never a prompt
-            if entry.get("isCompactSummary"):
-                turn.role = "summary"
+            if entry.get("isCompactSummary") or text.startswith(_COMPACT_SUMMARY_OPENINGS):
+                turn.role = "summary"  # with or without its mark: older versions and converted exports lose it
             elif text.startswith(_CLAUDE_CODE_TEXT):
                 self._settle_command(keep=not text.startswith(("<local-command-stdout>", "<local-command-stderr>")))
                 return
@@ -196,6 +221,9 @@ class _Reader:
                 turn.text = _typed_command(text)
                 if not self.after_caveat and turn.text:
                     self.command = turn
+                return
+            elif only_tag_blocks(text):  # a hook's output or another tool's block, recorded as a user line
+                self._settle_command(keep=True)
                 return
         self._settle_command(keep=True)
         self.after_caveat = False
@@ -212,6 +240,17 @@ class _Reader:
             return
         self.turns.append(turn)
 
+    def _is_command_body(self, entry: dict[str, Any], kind: Any, texts: list[str], results: list) -> bool:
+        """A user text entry right after a custom command's entry, at its time: the command's body."""
+        waiting = self.command
+        if waiting is None or kind != "user" or results or not texts or entry.get("isCompactSummary"):
+            return False
+        text = "\n".join(texts)
+        if text.startswith(_CLAUDE_CODE_TEXT + _NOTICES) or _COMMAND_NAME.search(text):
+            return False  # a built-in command's output, or the next command: read as before
+        gap = _seconds_between(waiting.timestamp, _opt_str(entry.get("timestamp")))
+        return gap is not None and 0 <= gap <= _BODY_SECONDS
+
     def _settle_command(self, *, keep: bool) -> None:
         """The waiting command entry is the user's prompt (`keep`) or a built-in command's (dropped)."""
         if self.command is not None and keep:
@@ -221,6 +260,19 @@ class _Reader:
     def finish(self) -> list[Turn]:
         self._settle_command(keep=True)
         return self.turns
+
+
+def _seconds_between(first: str | None, then: str | None) -> float | None:
+    from datetime import datetime
+
+    try:
+        start = datetime.fromisoformat(str(first).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(then).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        return None
+    return (end - start).total_seconds()
 
 
 def _typed_command(text: str) -> str:

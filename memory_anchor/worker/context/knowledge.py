@@ -1,16 +1,28 @@
-"""What holds and what is open: standing rules and decisions, open next steps.
+"""What holds and what is open: standing rules and decisions, what the user said once, open next steps.
 
 Rules and decisions are verified facts of the standing categories (rule,
 decision, preference, convention), whether the user stated them in a prompt
 (local cue words) or Claude extracted them; a later change of mind has already
-superseded the old version, so only the current one is listed. Open next steps
+superseded the old version, so only the current one is listed.
+
+What the user said once in a form that is usually, not always, a lasting
+instruction ("make sure that handoff updates siyuan", "be sure to also use
+serena") waits for confirmation, but not where nobody looks: it is briefed in
+the user's own words (the quote it stands on), with the day it was said, under
+a heading that says it is not yet confirmed. Claude reads the user's words and
+can weigh them; a rule shown as plain fact would claim more than memory knows,
+and one kept in Approvals reaches nobody. Approving it (or the user saying it
+again) makes it a standing rule; rejecting it takes it out. A reply that picked
+among Claude's options, and a rule the source re-check doubted, stay in
+Approvals only: neither is the user's instruction. Open next steps
 are the open items sessions left undone at their end (memory_anchor/worker/memory/open_items.py),
 a handful, the freshest first.
 """
 
 from __future__ import annotations
 
-from memory_anchor.worker.context.layers import standing_facts, when
+from memory_anchor.worker.context.layers import STANDING, facts_of_types, standing_facts, when
+from memory_anchor.worker.memory.instructions import HEDGED
 from memory_anchor.worker.context.model import ContextRequest, Section
 from memory_anchor.worker.context.staleness import fact_flag, mark, marks, reconcile_facts
 from memory_anchor.worker.memory.text import clip
@@ -34,6 +46,45 @@ def rules_section(request: ContextRequest, conn, view) -> Section | None:
         state = found.get(fact["id"])
         lines.append(f"- {LABELS[fact['type']]}: {clip(fact['text'], 260)}{fact_flag(fact, state)} (fact {fact['id'][:8]}){mark(state)}")
     return Section("rules", "Standing rules and decisions (follow them unless the user changes them)", lines, share=0.3)
+
+
+SAID_ONCE = 12  # the freshest; older ones stay in Approvals until confirmed
+
+
+def said_once_section(request: ContextRequest, conn, view) -> Section | None:
+    """The user's instructions said once and not yet confirmed, in their words, with the day they said them."""
+    facts = [f for f in facts_of_types(conn, view, request.project, STANDING, statuses=("pending",))
+             if _said_by_the_user(f)]  # fmt: skip
+    if not facts:
+        return None
+    facts.sort(key=lambda f: -float((f.get("data") or {}).get("verified_at") or 0))  # the latest said first
+    lines = []
+    for fact in facts[:SAID_ONCE]:
+        # The day it was said. Not how often: a resumed session's transcript copies the earlier
+        # conversation, so one saying can sit in two sessions (said again for real, it is confirmed).
+        said = when((fact.get("data") or {}).get("verified_at"))[:10]
+        lines.append(f'- "{clip(_their_words(fact), 260)}" (said {said}; fact {fact["id"][:8]})')
+    return Section("said_once", "Instructions the user gave once (their own words, not yet confirmed: "
+                   "follow them unless the user says otherwise)", lines, share=0.25)  # fmt: skip
+
+
+def _their_words(fact: dict) -> str:
+    """The fact's text when it is the user's words as said (the local reader keeps the part of a long
+    sentence that gives the instruction), else the quote it stands on (Claude's wording is not theirs)."""
+    quote = str((fact.get("data") or {}).get("quote") or "")
+    text = str(fact.get("text") or "")
+
+    def normal(value: str) -> str:
+        return " ".join(value.lower().split()).strip(" .!?;")
+
+    return text if text and normal(text) in normal(quote) else quote
+
+
+def _said_by_the_user(fact: dict) -> bool:
+    """A pending rule that stands on the user's quoted words, said as an instruction (not a reply that
+    picked an option: those have less confidence) and not sent back by the source re-check."""
+    data = fact.get("data") or {}
+    return bool(data.get("quote")) and not data.get("recheck") and float(fact.get("confidence") or 0) >= HEDGED
 
 
 def next_steps_section(request: ContextRequest, conn, view) -> Section | None:

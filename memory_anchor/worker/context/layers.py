@@ -62,15 +62,16 @@ def standing_facts(conn, view, project: str | None, limit: int = 300) -> list[di
     return facts_of_types(conn, view, project, STANDING, limit)
 
 
-def facts_of_types(conn, view, project: str | None, types, limit: int = 300) -> list[dict[str, Any]]:
-    """Active facts of the given categories, newest first."""
+def facts_of_types(conn, view, project: str | None, types, limit: int = 300,
+                   statuses: tuple[str, ...] = ("active",)) -> list[dict[str, Any]]:  # fmt: skip
+    """Facts of the given categories (active ones, unless `statuses` says), newest first."""
     from memory_anchor.worker.memory.facts import decorate
     from memory_anchor.worker.store.records import Records
 
     filters: dict[str, Any] = {"kind": "fact", "type": list(types)}
     if project is not None:
         filters["project"] = project
-    rows, _ = Records.query(conn, view, filters=filters, statuses=("active",), limit=limit)
+    rows, _ = Records.query(conn, view, filters=filters, statuses=statuses, limit=limit)
     return [decorate(r) for r in rows]
 
 

@@ -110,6 +110,15 @@ class ApprovalQueue:
         return approval
 
     @staticmethod
+    def confirmed_by_the_user(conn, approval_id: int, note: str, result_id: str | None) -> None:
+        """The user confirmed what the approval asked by saying it again: no one needs to approve it now."""
+        conn.execute(
+            "UPDATE approvals SET status = 'approved', decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (now(), "user:said-again", note, result_id, approval_id),
+        )
+
+    @staticmethod
     def _decide(conn, approval_id: int, status: str, decision: Decision, result_id: str | None) -> None:
         store_approvals.decide(conn, approval_id, status=status, at=now(), by=human_actor(decision.actor),
                                note=decision.note, result_id=result_id)  # fmt: skip

@@ -433,7 +433,8 @@ class FactExtractor:
             if stored["status"] == "rejected":
                 return {"id": None, "memory": text, "event": "REJECTED", "status": "rejected"}
             if stored.get("reaffirmed"):  # the pending fact that says it already: one approval settles both
-                return {"id": stored["record"]["id"], "memory": text, "event": "NONE", "status": "pending", "reaffirmed": True}
+                return {"id": stored["record"]["id"], "memory": text, "event": "NONE", "status": stored["status"],
+                        "reaffirmed": True, **({"confirmed": True} if stored.get("confirmed") else {})}  # fmt: skip
             return {"id": stored["record"]["id"], "memory": text, "event": "ADD", "status": stored["status"]}
         # UPDATE / DELETE of an existing fact
         current = Records.get(conn, target["id"], resolve_view(conn, branch))

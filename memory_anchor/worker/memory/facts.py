@@ -20,7 +20,10 @@ themselves, or Claude Code copying an earlier conversation into a resumed
 session's transcript, so its prompts are imported twice) is not a second
 pending fact: it reaffirms the pending one (`data.sessions` lists every
 session that said it; its said time moves to the latest), so one approval or
-rejection settles all of it. A rejected statement said again stays rejected
+rejection settles all of it. A standing instruction of the user's (a quoted
+rule, decision or preference) said again in another session at another time
+(not a copy: a copy keeps the time it was said) is confirmed by the user
+themselves: it becomes active, and its approval is closed as theirs. A rejected statement said again stays rejected
 (its session added to the rejected fact) unless it is said in a LATER session:
 one that had not said it, after the last time it was said; then it is a new
 pending fact, and a person is asked again.
@@ -62,6 +65,9 @@ from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Reco
 from memory_anchor.worker.store.sessions import session_cwd
 
 LIVE = ("active", "pending", "disputed")
+STANDING_TYPES = ("rule", "decision", "preference", "convention")
+# Said again this far apart (seconds), in another session: the user repeating it, not a transcript's copy.
+SAID_AGAIN_APART = 60.0
 # Two wordings this close say the same thing: extraction takes the candidate for a known fact (NONE),
 # and a pending statement said again reaffirms the pending one.
 NEAR_DUPLICATE = 0.85
@@ -251,6 +257,9 @@ class FactStore:
                                data={**data, "sessions": [*sessions, fact.session_id]})  # fmt: skip
             return {"status": "rejected", "record": None, "rejected_id": earlier["id"],
                     "reason": f"fact {earlier['id']} saying this was rejected; said again no later: not stored"}  # fmt: skip
+        if new_session and abs(said - said_last) > SAID_AGAIN_APART and earlier.get("type") in STANDING_TYPES \
+                and data.get("quote") and not data.get("recheck"):
+            return self._confirmed(conn, earlier, fact, actor=actor, branch=branch, said=max(said, said_last))
         record = earlier
         if new_session or said > said_last or fact.confidence > float(earlier.get("confidence") or 0):
             changes: dict[str, Any] = {"data": {**data, "sessions": [*sessions, *([fact.session_id] if new_session else [])],
@@ -262,6 +271,22 @@ class FactStore:
         approval = next((a for a in self.approvals.for_record(conn, earlier["id"]) if a["status"] == "pending"), None)
         return {"status": "pending", "record": decorate(record), "reaffirmed": True,
                 **({"approval": approval} if approval else {})}  # fmt: skip
+
+    def _confirmed(self, conn, earlier: dict[str, Any], fact: FactIn, *, actor: str, branch: str,
+                   said: float) -> dict[str, Any]:  # fmt: skip
+        """A pending instruction the user said again, later, elsewhere: theirs, so a standing one now."""
+        data = earlier.get("data") or {}
+        record = Records.update(
+            conn, earlier["id"], branch=branch, actor=actor, reason="CONFIRMED (the user said it again)", status="active",
+            confidence=max(float(earlier.get("confidence") or 0), FACT_ACCEPT),
+            data={**data, "sessions": [*said_in(earlier), fact.session_id], "verified_at": said,
+                  "confirmed": f"said again in session {fact.session_id}"},
+        )  # fmt: skip
+        for approval in self.approvals.for_record(conn, earlier["id"]):
+            if approval["status"] == "pending":
+                self.approvals.confirmed_by_the_user(conn, approval["id"], f"said again in session {fact.session_id}",
+                                                     earlier["id"])  # fmt: skip
+        return {"status": "active", "record": decorate(record), "reaffirmed": True, "confirmed": True}
 
     def supersede(self, conn, fact_id: str, text: str, *, confidence: float | None, actor: str, reason: str,
                   branch: str = MAIN, source_id: str | None = None, stated_at: float | None = None) -> dict[str, Any]:  # fmt: skip

@@ -15,14 +15,23 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    "we use/deploy with …", "decision: …", "let's use X instead of Y", "I prefer
    …". Questions, one-off requests ("for now", "this time", "yet"), replies that
    pick an option ("let's go with the second one"), conditions ("if we drop
-   …"), narration ("I have a project where I never …") and fragments never do.
+   …"), narration ("I have a project where I never …") and fragments (a
+   heading, a clause ending in ":", a sentence cut off) never do. Most people
+   seldom say "always": "make sure that X updates Y", "be sure to also use X",
+   an imperative or "i want you to …" with a lasting scope said anywhere
+   ("throughout sessions", "each time", "when possible", even mistyped "eqch
+   time"), "X must be …" of a thing, "let's have one X for …", "I want to have
+   X that …", "X runs from /path". Read per sentence, per sentence the user ran
+   together without a capital, and per clause with its own subject inside a
+   longer one ("update the docs and i also want you to …").
    Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
    under the same tests of place, question and one-off.
 
 Confidence follows seed 002's tiers: said plainly, 0.95 (active, briefed); a
-convention in passing, 0.9; hedged or uncertain ("maybe", "make sure to …"
-without a when), 0.75: it waits for a human's approval and stays out of the
-briefing.
+convention in passing, 0.9; hedged, or one of the forms above that are usually
+but not always lasting, 0.75 (HEDGED): pending, and briefed in the user's words
+with its date as said once, not yet confirmed (context/knowledge.py); a choice
+in a reply to Claude's question, 0.7 (REPLY): it waits for approval, unbriefed.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import re
 from dataclasses import dataclass, field
 
 from memory_anchor.worker.memory.cues import (
+    MAX_STATEMENT_CHARS,
     CJK_DECISION,
     CJK_PREFERENCE,
     CJK_RULE,
@@ -46,7 +56,14 @@ from memory_anchor.worker.memory.user_words import own_words
 
 PLAIN = 0.95  # said plainly: seed 002's "active" tier (>= 0.9)
 USUAL = 0.9  # a convention stated in passing ("we deploy with …")
-HEDGED = 0.75  # hedged or unsure: the "pending approval" tier (0.7-0.9), never briefed
+# Said once in a form that is usually, not always, a lasting instruction ("make sure …", "be sure to
+# also …", "X must …", "i want you to … throughout sessions"): pending, and briefed as the user's own
+# words with their date, marked "said once, not yet confirmed" (context/knowledge.py), until a person
+# approves it or says it again.
+HEDGED = 0.75
+# A reply that picks what Claude proposed ("lets use createdAt" after "createdAt or updatedAt?"):
+# pending too, but it settles the matter at hand, so it waits in Approvals and is never briefed.
+REPLY = 0.7
 
 
 @dataclass
@@ -64,7 +81,8 @@ def _re(pattern: str) -> re.Pattern[str]:
 # Words before the instruction that change nothing: "btw", "also", "please", "oh and", "one more thing:".
 _LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
                r"thanks?(?: you)?|important|remember this|rule|please|pls|just|yes|yeah|right|great|good|cool|"
-               r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
+               r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope|well|actually|honestly|"
+               r"i think(?: that)?|i guess|i feel like|critically|crucially|importantly)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
 # A frame that makes what follows last: "from now on, …", "in this repo, …", "whenever you commit, …".
 _LASTING_FRAME = _re(
     r"^(?:from now on|going forward|moving forward|in (?:the )?future|henceforth|from here on(?: out)?|"
@@ -107,6 +125,60 @@ _I_USE = _re(r"^i\s+(?:always\s+|usually\s+|normally\s+)?use\s+(?!it\b|this\b|th
 _REPORTS_A_PROBLEM = _re(r"\b(?:but|however|although|though|except|yet|until|fails?|failing|breaks?|broken|error|crash(?:es)?)\b")
 _YOU_MUST = _re(r"^you\s+(?:should|must|need to|have to)\b")
 _PREFER = _re(r"^(?:i|we)(?:'d| would)?\s+(?:prefer|rather)\b|^prefer\s+\S|^(?:i'?m|we'?re|i am|we are) not (?:a )?fans? of\b")
+# --- instructions without "always" or "never" -----------------------------------------------------------
+# A lasting scope said anywhere in the sentence: what turns "update the docs" (a task) into a way of working.
+# Not "automatically" or "by default" (they describe what a feature does: "make it start automatically"),
+# nor "throughout" a thing ("rename it throughout the codebase" is one task): throughout the work itself.
+_HABIT = (r"always|never|every ?time|each time|every (?:session|change|commit|release|run|step|feature|time)|"
+          r"each (?:session|change|commit|release|run|step|feature)|whenever|from now on|going forward|moving forward|"
+          r"throughout (?:the |every |each |all |our |my )?(?:sessions?|conversations?|chats?|the day|work)|proactively|"
+          r"at all times|in (?:the )?future|from here on|not (?:just|only) when|"
+          r"(?:when(?:ever)?|where(?:ever)?|if) (?:possible|needed|neede?d?|necessary|useful|appropriate|relevant|applicable)|"
+          r"as (?:needed|necessary|appropriate|you go)")  # fmt: skip
+_SCOPE = _re(rf"\b(?:{_HABIT})\b")
+# Said of a state kept up ("it should be consistently updated"), these last too; after a bare imperative
+# they describe the task ("format the dates consistently").
+_KEPT_UP = _re(rf"\b(?:{_HABIT}|consistently|continuously|continually|constantly|dynamically)\b")
+# The scope words people mistype, one letter off ("eqch time", "allways", "evry"), read as they meant them.
+_SCOPE_WORDS = ("always", "never", "each", "every", "whenever", "throughout", "consistently", "proactively")
+_NOT_TYPOS = frozenset({"ever", "even", "eve", "each", "every", "nerve", "aways", "reach", "teach", "beach", "eaten"})
+# "i want you to …", "i'd like you to …", "i need you to …": a request, lasting only with a scope.
+_WANT_YOU_TO = _re(r"^i\s+(?:also\s+|really\s+|just\s+)?(?:want|need|would like|'d like|wan?t)\s+(?:you|u)\s+to\s+\w")
+# Permission with a scope: "you can launch parallel tasks when possible", "feel free to … whenever".
+_MAY = _re(r"^(?:you|u|we)\s+(?:can|may|could|are (?:free|allowed|welcome) to)\s+(?:also\s+|always\s+)?\w+|^feel free to\s+\w")
+_MODAL = _re(r"^(?:you|u|we)\s+(?:should|must|need to|have to|shall|are to)\s+(?:also\s+|still\s+)?\w+")
+# A requirement on a thing: "conversations must be correctly focused", "the UI must support mobile".
+# Not an inference ("the bug must be in the parser", "it must have been the cache"): a pronoun or
+# "there" as its subject, or "must" followed by what a guess says (be in/a/the/from, have + participle).
+_THING_MUST_DO = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one|you|we|what|who|something|someone)\b)"
+                     r"(?:(?:the|our|all|every|each|any|my)\s+)?[\w`'\".-]+(?:\s+[\w`'\".-]+){0,4}?\s+must\s+"
+                     r"(?:not\s+|also\s+|still\s+)?"
+                     r"(?!be\s+(?:in|on|at|a|an|the|from|because|due|caused|coming|somewhere|something|related|why|what|that)\b)"
+                     r"(?!have\s+(?:been|\w+ed|\w+en)\b)\w+")  # fmt: skip
+# The same said of "it"/"this" with a lasting scope: "it should be a consistently updated picture".
+_IT_SHOULD_LAST = _re(r"^(?:it|this|that|they|these)\s+(?:should|must|needs? to|has to|have to)\s+(?:always\s+|also\s+|still\s+)?\w+")
+# "let's have one notebook for planning and another for the project": a decision, not "let's have a look".
+_LETS_HAVE = _re(r"^(?:let'?s|let us|we'?ll|we will)\s+have\s+(?!a\s+(?:look|go|try|think|peek|quick|chat|break|call|meeting)\b)"
+                 r"(?:one|two|a|an|the|separate|distinct|\w+s)\b.{3,}")  # fmt: skip
+# "i want to have a progress file per domain that holds …": an arrangement the user wants kept.
+_WANT_TO_HAVE = _re(r"^i\s+(?:also\s+)?(?:want|need|would like|'d like)\s+(?:to have|there to be)\s+"
+                    r"(?!a\s+(?:look|go|try|think|peek|quick|chat|break|call|meeting)\b).{3,}?\s+(?:that|which|where|so)\s+\w")  # fmt: skip
+# Where something of the project lives or runs, said with its path: "siyuan runs from /srv/siyuan".
+_RUNS_FROM = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|you|we)\b)[\w`'\".-]+(?:\s+[\w`'\".-]+){0,3}?\s+"
+                 r"(?:runs?|lives?|sits?|(?:is|are)(?:\s+(?:located|installed|hosted|mounted|kept|stored|deployed|running))?)\s+"
+                 r"(?:from|in|at|under|on)\s+`?(?:~?/[\w.-]+/[\w./-]*|https?://\S+)")  # fmt: skip
+# What makes a permission last: "when possible", "as needed", "always" ("whenever best" schedules one thing).
+_MAY_SCOPE = _re(r"\b(?:when(?:ever)? (?:possible|needed|useful|appropriate|necessary|relevant|you (?:can|want|need|like))|"
+                 r"(?:as|if) (?:needed|necessary|useful|appropriate)|always|every ?time|each time|by default|any ?time)\b")
+# A request about the matter at hand: "deal with that", "fix this", "look at it".
+_ABOUT_THIS = _re(r"^\S+\s+\S+\s+(?:\S+\s+)?(?:with\s+|at\s+|on\s+)?(?:that|this|it|these|those|them)\b")
+# What a "make sure" checks now rather than asks to keep: a state ("make sure siyuan is up to date").
+_CHECKS_A_STATE = _re(r"^(?:make|be) sure(?: that)?\s+(?:\S+\s+){1,4}?(?:is|are|was|were|works?|passes|pass|runs|builds|compiles|"
+                      r"loads|exists|has been|have been|looks|matches|got)\b")  # fmt: skip
+# Work steps: "lets move to phase 4" goes on with the work; it sets nothing that lasts.
+_WORK_STEP = _re(r"\b(?:move|go|get|jump|skip|proceed|continue|switch)\s+(?:on\s+)?(?:to|with)\s+(?:the\s+)?(?:next\b|phase|step|stage|part|"
+                 r"task|item|section|chapter|milestone|round|issue|ticket|bug|point|#?\d)")  # fmt: skip
+
 # Reasons a sentence that looks like an instruction is not a standing one.
 _CONDITION = _re(r"^(?:if|unless|although|though|as far as|assuming|given that|in case|since|because|while)\b")
 _NARRATIVE = _re(r"\b(?:was|were|had|did|has been|have been|used to|seems?|seemed|appears?|appeared|looks like|turned out|"
@@ -116,7 +188,7 @@ _PICKS_AN_OPTION = _re(r"\b(?:option|approach|alternative|plan|choice|variant|so
                        r"\b(?:that|this|the) one\b|\b(?:yours|mine)\b")  # fmt: skip
 _TASK_BOUND = _re(r"\b(?:yet|for now|this time|right now|at the moment|for the moment|today|temporarily|in this (?:pr|commit|task|"
                   r"session|change|branch|file|function|test|step)|this (?:pr|commit|file|function|test|branch)|these (?:files|tests)|"
-                  r"(?:it|them|those)\s*$)\b")  # fmt: skip
+                  r"(?:it|them|those|this|that|these)\s*$)\b")  # fmt: skip
 
 
 def standing_statements(prompt: str, *, answers_a_question: bool = False) -> list[Statement]:
@@ -124,35 +196,104 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
 
     `answers_a_question`: the prompt replies to a question Claude asked ("Which
     do you prefer?"). A reply picks for the matter at hand: only what it says
-    plainly will last ("always …", "from now on …") stands; "let's use X" there
-    waits for a human's approval.
+    plainly will last ("always …", "from now on …") stands; a choice there
+    ("let's use X") waits for a human's approval and is not briefed (REPLY); an
+    instruction it adds ("yes. also be sure to …") is said once (HEDGED).
     """
     out: list[Statement] = []
     for paragraph in own_words(prompt):
         for sentence in sentences(paragraph):
             statement = _statement(sentence)
             if statement is not None and answers_a_question and statement.confidence < PLAIN:
-                statement.confidence = HEDGED
+                statement.confidence = REPLY if statement.kind == "decision" else min(statement.confidence, HEDGED)
             if statement is not None:
                 out.append(statement)
     return _unique(out)
 
 
+_PIECE_BREAK = re.compile(r"(?<=[.!?;])\s+")  # a new sentence, even one the user did not capitalise
+# Where an instruction may start inside a sentence: "update the docs and i also want you to …".
+# A clause after "and"/"but" without its own subject shares the sentence's ("I can track …, but always
+# return"), so it opens an instruction only with a subject or an instruction's own words.
+_CLAUSE_START = _re(r"(?:,\s*|\s+)(?:and|but|so|also|then|plus)\s+(?=(?:i|we|you|also|please|make sure|be sure)\b)"
+                    r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|from now on|going forward)\b)")  # fmt: skip
+
+
 def _statement(sentence: str) -> Statement | None:
-    if _asks(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
+    """The instruction a sentence gives, if any: said by the whole sentence, by one of the sentences
+    it runs together ("… as planned. just use X"), or by a clause inside it ("… and i want you to …")."""
+    if is_fragment(sentence):
         return None
     text = clean_sentence(sentence)
     if len(text) < 6:
         return None
     if has_cjk(text):
+        if _asks(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
+            return None
         return _cjk_statement(sentence, text)
-    found = _english_form(text)
-    if found is None:
-        return None
-    kind, confidence = found
-    if HEDGE.search(sentence):
-        confidence = min(confidence, HEDGED)
-    return Statement(kind, text, confidence, replaced_terms(sentence))
+    pieces = [p for p in _PIECE_BREAK.split(sentence.strip()) if p.strip()]
+    for piece in pieces:
+        if _asks(piece) or (ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece)):
+            continue
+        for clause in _clauses(piece):
+            found = _english_form(clean_sentence(clause))
+            if found is None:
+                continue
+            kind, confidence = found
+            if HEDGE.search(piece):
+                confidence = min(confidence, HEDGED)
+            # The whole sentence when it is short (what the user said around it is the context);
+            # of a long one, the piece that says it.
+            said = text if len(sentence) <= MAX_STATEMENT_CHARS else clean_sentence(piece)
+            return Statement(kind, said, confidence, replaced_terms(piece))
+    return None
+
+
+def _clauses(piece: str) -> list[str]:
+    """The piece, then each clause an instruction may open inside it."""
+    return [piece] + [piece[m.end():] for m in _CLAUSE_START.finditer(piece)]
+
+
+_CUT_END = _re(r"\b(?:the|a|an|of|and|or|but|with|for|in|on|at|by|from|which|because|if|your|our|my)\s*$")  # "when told to" is whole
+
+
+def is_fragment(sentence: str) -> bool:
+    """A heading, a clause that ends in ":" (it introduces what follows), or a sentence cut off."""
+    stripped = sentence.strip().replace("**", "").replace("__", "").strip()
+    if not stripped or stripped.startswith("#"):
+        return True
+    if stripped.endswith((":", "：", "…", "...", ",", "-", "(", "—")):
+        return True
+    return not has_cjk(stripped) and bool(_CUT_END.search(stripped.rstrip(".!?;")))
+
+
+def _untypo(text: str) -> str:
+    """The scope words a person mistyped by one letter, as they meant them (for `_SCOPE` only)."""
+
+    def fix(match: re.Match[str]) -> str:
+        word = match.group(0)
+        lowered = word.lower()
+        if len(lowered) < 4 or lowered in _NOT_TYPOS:
+            return word
+        return next((meant for meant in _SCOPE_WORDS if lowered[0] == meant[0] and _one_off(lowered, meant)), word)
+
+    return re.sub(r"[A-Za-z]+", fix, text)
+
+
+def _one_off(word: str, meant: str) -> bool:
+    """One letter changed, dropped, added or two swapped."""
+    if word == meant or abs(len(word) - len(meant)) > 1:
+        return False
+    if len(word) == len(meant):
+        diff = [i for i, (a, b) in enumerate(zip(word, meant)) if a != b]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == meant[diff[1]]
+                                  and word[diff[1]] == meant[diff[0]])  # fmt: skip
+    short, long = sorted((word, meant), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def _lasting(core: str, scope: re.Pattern[str] = _SCOPE) -> bool:
+    return bool(scope.search(core) or scope.search(_untypo(core)))
 
 
 def _asks(sentence: str) -> bool:
@@ -200,20 +341,46 @@ def _english_form(text: str) -> tuple[str, float] | None:
         return "decision", USUAL
     if task_bound:
         return None
-    if _PROHIBITION.match(core):
-        return "rule", PLAIN if framed or _re(r"\b(?:ever|again|anymore|any more)\b").search(core) else HEDGED
+    if _PROHIBITION.match(core):  # "don't revert anything" is about the task at hand; "don't ever …" lasts
+        if framed or _re(r"\b(?:ever|again|anymore|any more)\b").search(core):
+            return "rule", PLAIN
+        return ("rule", HEDGED) if _lasting(core) else None
     if _STOP_DOING.match(core):
         return "rule", PLAIN if framed else USUAL
-    if _WE_WILL_USE.match(core):
+    if _WE_WILL_USE.match(core) and not _WORK_STEP.search(core):
         return "decision", PLAIN if framed else USUAL
+    if _LETS_HAVE.match(core) and not _WORK_STEP.search(core):
+        return "decision", HEDGED
     if _WE_CONVENTION.match(core):
         return "decision", USUAL
     if _I_USE.match(core) and not _REPORTS_A_PROBLEM.search(core):
         return "preference", USUAL
     if _MAKE_SURE.match(core):
-        return "rule", PLAIN if framed or _WHEN_WORDS.search(core) else HEDGED
+        if framed or _WHEN_WORDS.search(core):
+            return "rule", PLAIN
+        # "make sure siyuan is up to date" checks something now; "make sure that handoff updates siyuan"
+        # and "be sure to also use serena" ask for a way of working.
+        return None if _CHECKS_A_STATE.match(core) and not _lasting(core) else ("rule", HEDGED)
     if framed and (_looks_imperative(core) or _I_WANT.match(core)):
         return "rule", PLAIN
+    return _said_once_form(core)
+
+
+def _said_once_form(core: str) -> tuple[str, float] | None:
+    """The forms a lasting instruction takes without "always" or "never", each usually but not always
+    one: said once, they are briefed marked as such (HEDGED) until confirmed."""
+    if _lasting(core) and (_looks_imperative(core) or _WANT_YOU_TO.match(core) or _MODAL.match(core)):
+        return "rule", HEDGED
+    if _lasting(core, _KEPT_UP) and (_WANT_YOU_TO.match(core) or _MODAL.match(core) or _IT_SHOULD_LAST.match(core)):
+        return "rule", HEDGED
+    if _MAY.match(core) and _MAY_SCOPE.search(core) and not _ABOUT_THIS.search(core):
+        return "preference", HEDGED
+    if _THING_MUST_DO.match(core):
+        return "rule", HEDGED
+    if _WANT_TO_HAVE.match(core):
+        return "decision", HEDGED
+    if _RUNS_FROM.match(core):
+        return "decision", HEDGED
     return None
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_anchor.worker.capture.transcript import only_tag_blocks, without_tag_blocks
 from memory_anchor.worker.memory.text import clip, one_line
 
 # --- Claude Code's own text ---------------------------------------------------------
@@ -73,7 +74,8 @@ def unwrap(prompt: str) -> str:
     bash = _BASH_INPUT.search(text)
     if bash:
         return "!" + bash.group(1).strip()
-    return _SYSTEM_BLOCK.sub("", text).strip()
+    text = _SYSTEM_BLOCK.sub("", text)
+    return "" if only_tag_blocks(text) else without_tag_blocks(text)
 
 
 def typed_text(prompt: str) -> str:
@@ -104,7 +106,11 @@ _LOG_LINE = re.compile(
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d\d:\d\d(?::\d\d)?\]|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\b[:\] ]|"
     r"[\w.]+(?:Error|Exception):|\$ |>>> |\.\.\. |[\w-]+@[\w-]+:.*\$|bash-\$|PS [A-Z]:\\|\(\w[\w ]*: [^)]*\)$)"
 )
+# A response or a config pasted inline: { "code": 0, "msg": "" … (two keys: a title may quote one setting)
+_JSON_KEY = re.compile(r'[{,\[]\s*"[\w.-]+"\s*:.*?,\s*"[\w.-]+"\s*:')
 _CODE_CHARS = set("{}[]()<>;=|\\$#*`/_")
+# A terminal's output copied from Claude Code's own screen: its result marks and box drawing ("  ⎿  …").
+_TERMINAL_GLYPH = re.compile(r"^\s*[\u23bf\u23fa\u25cf\u273b\u2733\u2736\u2502\u2514\u251c\u250c\u256d\u2570\u2590\u259d\u2598\u2500-\u257f]")
 
 
 @dataclass
@@ -118,10 +124,46 @@ def _technical(line: str) -> bool:
     stripped = line.strip()
     if not stripped:
         return False
-    if _LOG_LINE.match(line) or line.startswith(("\t", "    ")):
+    if _LOG_LINE.match(line) or line.startswith(("\t", "    ")) or _JSON_KEY.search(line):
         return True
     symbols = sum(ch in _CODE_CHARS for ch in stripped)
     return len(stripped) >= 8 and symbols / len(stripped) > 0.12
+
+
+def _technical_lines(lines: list[str]) -> list[bool]:
+    """Which lines are code, a log or a terminal's output. A line copied from a terminal continues,
+    indented, on the lines after it (the terminal wrapped it)."""
+    out, pasting = [], False
+    for line in lines:
+        glyph = bool(_TERMINAL_GLYPH.match(line))
+        pasting = glyph or (pasting and line.startswith("  "))
+        out.append(pasting or _technical(line))
+    return out
+
+
+def _split_pasted(block: str, *, opens: bool, closes: bool) -> list[Passage]:
+    """A paragraph that is mostly code, a log or a terminal's output, with the user's words before it
+    when it opens the prompt ("im still getting" + the output) or after it when it closes the prompt
+    (the output + "start adding a version number …"): lines of prose, not a code line or an introducer."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    flags = _technical_lines(lines)
+    first = next(i for i, flag in enumerate(flags) if flag)
+    last = len(flags) - 1 - next(i for i, flag in enumerate(reversed(flags)) if flag)
+    head, tail = "\n".join(lines[:first]), "\n".join(lines[last + 1:])
+    head_own, tail_own = opens and _prose(head), closes and _prose(tail)
+    out = [Passage(head, True, "own")] if head_own else []
+    start, end = (first if head_own else 0), (last + 1 if tail_own else len(lines))
+    out.append(Passage("\n".join(lines[start:end]), False, "code or log"))
+    if tail_own:
+        out.append(Passage(tail, True, "own"))
+    return out
+
+
+def _prose(text: str) -> bool:
+    """The user's own lines beside a paste: short, worded, not introducing the paste (":") nor code."""
+    stripped = text.strip()
+    return (bool(stripped) and len(stripped) <= OWN_PARAGRAPH and len(stripped.split()) >= 3
+            and not stripped.endswith((":", "{", "(", ",")) and not _technical(stripped))  # fmt: skip
 
 
 def _paragraphs(text: str) -> list[tuple[str, bool]]:
@@ -153,6 +195,9 @@ def passages(prompt: str) -> list[Passage]:
     if not text:
         return [Passage(prompt or "", False, "claude code")] if (prompt or "").strip() else []
     blocks = _paragraphs(text)
+    if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
+        # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
+        return [Passage(text, False, "document")]
     out: list[Passage] = []
     material: str | None = None  # what the last introducer brought in; everything after it is that material
     for index, (block, fenced) in enumerate(blocks):
@@ -164,8 +209,8 @@ def passages(prompt: str) -> list[Passage]:
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
             out.append(Passage(block, False, "quoted"))
             continue
-        if sum(_technical(line) for line in lines) * 2 >= len(lines):
-            out.append(Passage(block, False, "code or log"))
+        if sum(_technical_lines(lines)) * 2 >= len(lines):
+            out += _split_pasted(block, opens=index == 0, closes=index == len(blocks) - 1)
             continue
         if material is not None:
             # Material runs to the end, but for a short last paragraph: the user speaking again after the paste.
