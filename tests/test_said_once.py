@@ -29,7 +29,7 @@ def model(store_db):
 def _briefing(model, project="/p") -> str:
     from types import SimpleNamespace
 
-    from memory_anchor.core.settings import Settings
+    from memory_anchor.schemas.settings import Settings
     from memory_anchor.worker.context import ContextRequest, build_context
 
     request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=3000)
