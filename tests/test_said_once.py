@@ -27,12 +27,12 @@ def model(store_db):
 
 
 def _briefing(model, project="/p") -> str:
-    from types import SimpleNamespace
-
     from memory_anchor.schemas.settings import Settings
     from memory_anchor.worker.context import ContextRequest, build_context
+    from memory_anchor.worker.context.model import ContextServices
 
-    request = ContextRequest(project=project, services=SimpleNamespace(memory=model, settings=Settings()), budget=3000)
+    services = ContextServices(settings=Settings(), reader=model.db.reader, memory=model)
+    request = ContextRequest(project=project, services=services, budget=3000)
     return build_context(request, model.db.reader()).text
 
 

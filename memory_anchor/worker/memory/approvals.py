@@ -112,11 +112,8 @@ class ApprovalQueue:
     @staticmethod
     def confirmed_by_the_user(conn, approval_id: int, note: str, result_id: str | None) -> None:
         """The user confirmed what the approval asked by saying it again: no one needs to approve it now."""
-        conn.execute(
-            "UPDATE approvals SET status = 'approved', decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? "
-            "WHERE id = ? AND status = 'pending'",
-            (now(), "user:said-again", note, result_id, approval_id),
-        )
+        store_approvals.decide_if_pending(conn, approval_id, status="approved", at=now(), by="user:said-again",
+                                          note=note, result_id=result_id)  # fmt: skip
 
     @staticmethod
     def _decide(conn, approval_id: int, status: str, decision: Decision, result_id: str | None) -> None:

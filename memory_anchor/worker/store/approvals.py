@@ -54,6 +54,16 @@ def decide(conn: Any, approval_id: int, *, status: str, at: float, by: str, note
     )
 
 
+def decide_if_pending(conn: Any, approval_id: int, *, status: str, at: float, by: str, note: str | None,
+                      result_id: str | None) -> None:  # fmt: skip
+    """Decide an approval unless someone decided it already."""
+    conn.execute(
+        "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, result_id = ? "
+        "WHERE id = ? AND status = 'pending'",
+        (status, at, by, note, result_id, approval_id),
+    )
+
+
 def decide_pending_fact(conn: Any, fact_id: str, *, status: str, at: float, by: str, note: str, result_id: str | None) -> None:
     """Decide the pending approval over a fact (a correction of the fact settles it)."""
     conn.execute(
