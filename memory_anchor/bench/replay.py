@@ -21,7 +21,7 @@ the real `mcp` client and the stdio bridge .mcp.json starts), it prints:
 
 `probes.jsonl`, one line a session: `session_id`, `title` (the issue's first line),
 `agent_files` (what the session's own patch changed: what memory can know). See
-shared/bench/replay/README.md. The goals are issue 25's "Done when".
+shared/bench/replay/README.md. The goals are those docs/benchmarks.md gives for a replay.
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ def _with_source(line: str, facts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def goals(figures: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
-    """Each of issue 25's goals: (measured, goal, met)."""
+    """Each goal of a replay: (measured, goal, met)."""
 
     def at_least(value, goal):
         return value is None or value >= goal

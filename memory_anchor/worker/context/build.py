@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 # The order Claude reads them: who we are, what holds (rules, decisions), what is
 # open, what else is known, then what happened lately. Identity is never cut
-# (seed 002's red line); the rest share the budget in this order.
+# (what an agent is must always reach it); the rest share the budget in this order.
 SECTIONS: list[SectionBuilder] = [
     identity_section,
     branch_section,

@@ -4,8 +4,8 @@ Identity first, in full, outside the budget (`always`), read without any search
 and falling back to the last good read; then the verified facts that are not
 standing rules or decisions (those have their own section, see knowledge.py),
 with needs-verification flags; recent events; open conflicts; the count of
-pending approvals. Shares follow seed 002 §5.2 (facts 2000 tokens, events 500
-of a 4000-token request); the settings `context_budget_facts` and
+pending approvals. Facts get the larger share (2000 tokens, events 500 of a
+4000-token request): what holds outlasts what happened; the settings `context_budget_facts` and
 `context_budget_events` change them.
 """
 

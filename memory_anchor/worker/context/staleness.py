@@ -1,4 +1,4 @@
-"""Memories checked against the code when they are shown (issue 27).
+"""Memories checked against the code when they are shown.
 
 Every section that shows records about code (session lines, recent activity, facts,
 rules) and per-prompt recall asks `marks` for their freshness and adds the short mark

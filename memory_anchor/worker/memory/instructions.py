@@ -27,7 +27,7 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
    under the same tests of place, question and one-off.
 
-Confidence follows seed 002's tiers: said plainly, 0.95 (active, briefed); a
+Confidence follows the fact layer's tiers (docs/memory-model.md): said plainly, 0.95 (active, briefed); a
 convention in passing, 0.9; hedged, or one of the forms above that are usually
 but not always lasting, 0.75 (HEDGED): pending, and briefed in the user's words
 with its date as said once, not yet confirmed (context/knowledge.py); a choice
@@ -54,7 +54,7 @@ from memory_anchor.worker.memory.cues import (
 )
 from memory_anchor.worker.memory.user_words import own_words
 
-PLAIN = 0.95  # said plainly: seed 002's "active" tier (>= 0.9)
+PLAIN = 0.95  # said plainly: the briefed ("active") tier (>= 0.9)
 USUAL = 0.9  # a convention stated in passing ("we deploy with …")
 # Said once in a form that is usually, not always, a lasting instruction ("make sure …", "be sure to
 # also …", "X must …", "i want you to … throughout sessions"): pending, and briefed as the user's own
