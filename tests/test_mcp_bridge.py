@@ -34,7 +34,7 @@ def _bridge(env: dict[str, str], **limits: float) -> StdioServerParameters:
         return StdioServerParameters(command="python3", args=["-S", str(ROOT / "memory_anchor" / "mcp" / "server.py")],
                                      env=env, cwd=str(ROOT))  # fmt: skip
     settings = "; ".join(f"bridge.{name} = {value}" for name, value in limits.items())
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from mcp_server import bridge; {settings}; sys.exit(bridge.main())"
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from memory_anchor.mcp import bridge; {settings}; sys.exit(bridge.main())"
     return StdioServerParameters(command="python3", args=["-S", "-c", code], env=env, cwd=str(ROOT))
 
 

@@ -127,7 +127,7 @@ def _check_developer_python(report: Report, root: str, python: str) -> str | Non
 
     env = dict(os.environ, PYTHONPATH=root)
     try:
-        result = subprocess.run([python, "-c", "import aiohttp, chromadb, pydantic, worker"], env=env,
+        result = subprocess.run([python, "-c", "import aiohttp, chromadb, pydantic, memory_anchor.worker"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
                                 universal_newlines=True)  # fmt: skip
         failed = result.returncode != 0
