@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -89,7 +90,7 @@ def test_bootstrap_lock_is_seen_by_hooks(tmp_path):
 
 
 def make_tiny_plugin(root: Path, version: str) -> None:
-    """A plugin with the real hookkit but a `worker` that only records that it was started."""
+    """A plugin with the real hookkit but a `memory_anchor.worker` that only records that it was started."""
     (root / ".claude-plugin").mkdir(parents=True)
     (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "tiny", "version": version}))
     (root / "pyproject.toml").write_text(textwrap.dedent(f"""
@@ -99,23 +100,24 @@ def make_tiny_plugin(root: Path, version: str) -> None:
         [project]
         name = "tiny-worker"
         version = "{version}"
-        [tool.setuptools]
-        packages = ["worker"]
+        [tool.setuptools.packages.find]
+        include = ["memory_anchor*"]
     """))  # fmt: skip
-    (root / "worker").mkdir()
-    (root / "worker" / "__init__.py").write_text(f"VERSION = {version!r}\n")
-    (root / "worker" / "__main__.py").write_text(textwrap.dedent("""
+    # The hooks' own code, as in the real plugin; the worker replaced by the recording one.
+    subprocess.run(["cp", "-r", str(ROOT / "memory_anchor"), str(root / "memory_anchor")], check=True)
+    worker = root / "memory_anchor" / "worker"
+    shutil.rmtree(worker)
+    worker.mkdir()
+    (worker / "__init__.py").write_text(f"VERSION = {version!r}\n")
+    (worker / "__main__.py").write_text(textwrap.dedent("""
         import json, os, sys, time
-        import memory_anchor.worker
+        from memory_anchor import worker
         data = sys.argv[sys.argv.index("--data-dir") + 1]
         with open(os.path.join(data, "started.jsonl"), "a") as f:
             f.write(json.dumps({"version": worker.VERSION, "python": sys.executable}) + "\\n")
     """))  # fmt: skip
     (root / "tests").mkdir()
     (root / "tests" / "huge.bin").write_bytes(b"0" * 1000)  # must not be copied into the build
-    # The hooks' own code, as in the real plugin.
-    for package in ("memory_anchor",):
-        subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
 
 
 def run_bootstrap(plugin: Path, data: Path) -> subprocess.CompletedProcess:
@@ -144,7 +146,7 @@ def test_bootstrap_builds_the_environment_then_upgrades_it(tmp_path, monkeypatch
 
     # A plugin update: a new version in the plugin root.
     (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "tiny", "version": "1.1.0"}))
-    (plugin / "worker" / "__init__.py").write_text("VERSION = '1.1.0'\n")
+    (plugin / "memory_anchor" / "worker" / "__init__.py").write_text("VERSION = '1.1.0'\n")
     monkeypatch.delenv("MEMORY_ANCHOR_PYTHON", raising=False)
     assert launcher.worker_python(str(plugin), str(data)) is None  # 1.1.0 is not built yet
     # Its venv is there, as an update cut off after `python -m venv` leaves it (a copy of 1.0.0's: the
