@@ -2,7 +2,7 @@
 
 A session leaves next steps; later commits, made outside any session, do some
 of them. The next briefing lists only what is still open, and the closed steps
-keep the commit that closed them. A wrong close hides work, so commits that
+keep the commit that closed them (the briefing shows it; the git watch records it). A wrong close hides work, so commits that
 touch a step's file for something else, or say only part of it, leave it open.
 Real git repositories, a real worker fed through the hook-event door.
 """
@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.conftest import wait_for
 from memory_anchor.bench.gitrepo import GitRepo
 from memory_anchor.worker.codebase.commits import CommitDetail, commits_since
 from memory_anchor.worker.codebase.git import find_repo, head
@@ -119,6 +120,9 @@ def test_the_briefing_drops_a_step_a_commit_did_and_keeps_the_commit(worker, tmp
     assert "fetch_user" not in open_steps and "CART_TTL" in open_steps
     session_line = next(line for line in after.splitlines() if "done: Fixed the rounding" in line)
     assert f"add a retry to fetch_user in src/api/client.py (done since: commit {did[:8]})" in session_line
+    # The briefing only showed it; the git watch records the close (memory_anchor/worker/app.py).
+    wait_for(lambda: worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"], timeout=30,
+             what="the step closed")  # fmt: skip
     [closed] = worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]
     assert closed["closed_by_commit"] == {"commit": did, "subject": "Add retry to fetch_user"}
     assert closed["text"] == "add a retry to fetch_user in src/api/client.py"

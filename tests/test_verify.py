@@ -4,8 +4,10 @@ A real git repository, a real worker fed a session through the hook-event door
 (the files on disk change as the session's tools change them), then commits
 outside any session: a file deleted, one moved, one rewritten, one untouched,
 a next step done. verify names each stale memory and why, leaves the memories
-of the untouched file alone, and lists the step; the git watch demotes the fact
-whose file is gone, and --fix closes the step with its commit.
+of the untouched file alone, and lists the step; --fix demotes the fact whose
+file is gone and closes the step with its commit. The worker runs with
+`code_checks` off, so its git watch, which writes the same when HEAD moves,
+leaves that to --fix (verify checks whatever the setting says).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, _backend_env, start_worker, worker_env
 from memory_anchor.bench.gitrepo import GitRepo
 
 pytestmark = pytest.mark.both_backends
@@ -46,6 +48,16 @@ def read(worker, repo: GitRepo, session: str, path: str, n: int) -> None:
          tool_input={"file_path": full},
          tool_response={"type": "text", "file": {"filePath": full, "content": content, "numLines": content.count("\n"),
                                                   "startLine": 1, "totalLines": content.count("\n")}})  # fmt: skip
+
+
+@pytest.fixture
+def worker(request, tmp_path, worker_backend):
+    """A fresh worker whose automatic code checks are off: what --fix writes is its own."""
+    data_dir = tmp_path / "data"
+    env = _backend_env(request, worker_backend, data_dir) or worker_env(data_dir)
+    running = start_worker(data_dir, env={**env, "MEMORY_ANCHOR_CODE_CHECKS": "false"})
+    yield running
+    running.stop()
 
 
 @pytest.fixture
@@ -97,10 +109,8 @@ def test_verify_names_what_is_stale_and_why_and_fix_acts_on_it(worker, project):
     assert fact["freshness"]["state"] == "deleted"
     assert worker.get(f"/api/v1/next-steps?project={quote(root)}")["results"]  # a dry run closes nothing
 
-    # The git watch demotes the fact when HEAD moves (memory_anchor/worker/app.py); --fix finds it done.
-    wait_for(lambda: worker.get(f"/api/v1/facts/{fact['id']}")["needs_verification"], timeout=30, what="the demotion")
     fixed = cli(worker, root, "verify", "--fix")
-    assert fixed.returncode == 0 and "0 facts demoted for re-verification" in fixed.stdout and "1 steps closed" in fixed.stdout
+    assert fixed.returncode == 0 and "1 facts demoted for re-verification" in fixed.stdout and "1 steps closed" in fixed.stdout
     assert worker.get(f"/api/v1/facts/{fact['id']}")["needs_verification"] is True
     [closed] = worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]
     assert closed["closed_by_commit"]["commit"] == did

@@ -19,8 +19,9 @@ every file a fate:
   branch, nothing at all.
 
 Every memory the sessions left is then checked through `POST /api/v1/verify`
-(what `memory-anchor verify` prints) and the next briefing is asked for (the
-steps commits did are closed there). Printed: stale memories marked / missed,
+(what `memory-anchor verify` prints), the next briefing is asked for (it shows
+the steps commits did as closed) and the maintenance job is run (it records them,
+as the git watch does when HEAD moves). Printed: stale memories marked / missed,
 fresh ones wrongly marked (by fate and by kind), next steps closed / missed /
 wrongly closed, and the time the checks add to building the SessionStart
 briefing of a project with 1,000 memories (the same data dir read with
@@ -383,7 +384,8 @@ def measure(work: Path, *, projects: int, memories: int, briefing_runs: int) -> 
         for project, _ in built:
             report = run.client.post("/api/v1/verify", {"project": project.root, "include_fresh": True})
             memory_rows += score_memories(project, report)
-            run.client.get("/api/v1/context", project=project.root, source="startup")  # the briefing closes steps
+            run.client.get("/api/v1/context", project=project.root, source="startup")  # shows them closed, writes nothing
+            run.client.post("/api/v1/event-log/archive/run", {})  # the maintenance job records it (as the git watch does)
             closed = run.client.get("/api/v1/next-steps", project=project.root, status="closed")["results"]
             still_open = run.client.get("/api/v1/next-steps", project=project.root)["results"]
             step_rows += score_steps(project, closed, still_open)

@@ -165,13 +165,15 @@ async def _hand_back_when_idle(services: Services) -> None:
 async def _code_watch(services: Services, every_seconds: float = 2.0) -> None:
     """When a repository's HEAD moves (a commit between sessions), ask git on the pipeline's thread
     what the next SessionStart's staleness marks will need (memory_anchor/worker/codebase/service.py: warm),
-    and record the demotion of the facts whose files the commit deleted or moved."""
+    and record what the commit changed for memory: facts whose files it deleted or moved are demoted,
+    next steps it did are closed (the briefing shows both, computed, without writing)."""
     while True:
         await asyncio.sleep(every_seconds)
         try:
             if services.settings.code_checks:  # off: nothing is checked, so nothing to ask ahead
                 if await services.run_background(services.codebase.warm):
                     await services.run_background(services.memory.check_facts_against_code)
+                    await services.run_background(services.memory.close_steps_done)
         except Exception:
             log.exception("warming the code history failed; the next check asks git itself")
 

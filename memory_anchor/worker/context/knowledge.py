@@ -93,10 +93,9 @@ def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
         return None
     latest = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=1)
     reference = latest[0].get("happened_at") if latest else None
-    # Once per HEAD: steps a commit did since the last briefing are closed before the list is read.
-    if request.settings.code_checks:
-        model.steps_done.close(request.project)
-    items = model.open_items.fresh(request.project, reference=reference, limit=NEXT_STEPS, conn=conn)
+    # Steps a commit did are shown closed; the git watch and the maintenance job record it (a briefing only reads).
+    done = [step["id"] for step in model.steps_done.pending(request.project)] if request.settings.code_checks else []
+    items = model.open_items.fresh(request.project, reference=reference, limit=NEXT_STEPS, conn=conn, done=done)
     if not items:
         return None
     # The number names the step to `memory-anchor forget step N` and the forget_memory tool.

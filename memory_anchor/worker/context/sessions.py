@@ -18,6 +18,7 @@ from memory_anchor.worker.context.layers import facts_of_types, when
 from memory_anchor.worker.context.model import ContextRequest, Section
 from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import terms
+from memory_anchor.worker.memory.steps_done import COMMIT_PREFIX
 from memory_anchor.worker.memory.text import clip, line_key
 from memory_anchor.worker.store.records import Records
 
@@ -75,6 +76,8 @@ def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
     if request.memory is not None:  # a forgotten root cause or next step leaves the session's line too
         page = [request.memory.forgotten.scrub_outcome(conn, request.project, r, view) for r in page]
     done = request.memory.steps_done.done_by_commits(conn, request.project) if request.memory is not None else {}
+    if request.memory is not None and request.settings.code_checks:  # done by a commit, not yet recorded
+        done.update((step["text"], step["closed_by"][len(COMMIT_PREFIX) :]) for step in request.memory.steps_done.pending(request.project))
     found = marks(request.services, page, request.project, request.session_id)
     lines = [outcome_line(r, known, done) + mark(found.get(r["id"])) for r in page]
     return Section("summaries", "Last sessions (asked · root cause · changed · tests · done · next)", lines, share=0.3)

@@ -408,7 +408,7 @@ class MemoryModel:
         rules an earlier version extracted to the source rule (source_recheck.py), close the
         open steps commits did (steps_done.py), and demote the facts whose files are gone."""
         return {
-            "steps_done_by_commits": self._close_steps_done(),
+            "steps_done_by_commits": self.close_steps_done(),
             "facts_checked_against_code": self.check_facts_against_code(),
             "events_archived": self.events.archive_expired(at),
             "identity_purged": self.identity.purge_expired(at),
@@ -425,7 +425,8 @@ class MemoryModel:
         changed = self.facts.reconcile_all_with_code()
         return changed["demoted"] + changed["restored"]
 
-    def _close_steps_done(self) -> int:
+    def close_steps_done(self) -> int:
+        """Close the open steps commits did, in every project that has some (once per HEAD); how many."""
         projects = projects_with_open_steps(self.db.reader())
         return sum(len(self.steps_done.close(project)) for project in projects)
 

@@ -13,7 +13,7 @@ An item nobody reaffirms ages out of the briefing (`fresh`), but stays here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from memory_anchor.worker.memory.common import DAY, now, text_similarity
 from memory_anchor.worker.memory.cues import covers
@@ -57,11 +57,13 @@ class OpenItems:
             opened += 1
         return {"opened": opened, "closed": closed}
 
-    def fresh(self, project: str, *, reference: float | None = None, limit: int = 5, conn=None) -> list[dict[str, Any]]:
+    def fresh(self, project: str, *, reference: float | None = None, limit: int = 5, conn=None,
+              done: Iterable[int] = ()) -> list[dict[str, Any]]:  # fmt: skip
         """The open items still worth briefing, freshest first: opened (or reaffirmed) within
         MAX_AGE_DAYS of the project's latest work (`reference`; history imported from long ago ages
-        against its own last session, not against today)."""
-        items = self.open(project, limit=200, conn=conn)
+        against its own last session, not against today). `done`: ids to leave out as closed."""
+        done = set(done)
+        items = [item for item in self.open(project, limit=200 + len(done), conn=conn) if item["id"] not in done]
         if not items:
             return []
         reference = reference or max(item["opened_at"] for item in items)

@@ -16,10 +16,10 @@ plain evidence (`does_step`):
 The exact rules are `does_step`'s.
 
 The closed step stays in `open_items` with `closed_by` "commit:<sha>" and the
-commit's subject as `closed_because` (`closed_by_commit` on the wire). The
-check runs at the briefing build when HEAD moved since the last one (one `git
-log` over the commits since the oldest open step), in the maintenance job and
-in `memory-anchor verify --fix`: never in a hook.
+commit's subject as `closed_because` (`closed_by_commit` on the wire). Steps
+are closed by the git watch when HEAD moves (one `git log` over the commits since
+the oldest open step), in the maintenance job and in `memory-anchor verify --fix`:
+never in a hook. The briefing shows them closed without writing (`pending`).
 """
 
 from __future__ import annotations
@@ -145,7 +145,28 @@ class StepsDoneByCommits:
     def __init__(self, db):
         self.db = db
         self._seen: dict[tuple[str, str], str] = {}  # (project, root) -> the HEAD last checked
+        # (project, root) -> ((HEAD, the open steps' ids), what `find` said then): see `pending`.
+        self._found: dict[tuple[str, str], tuple[tuple[str, tuple[int, ...]], list[dict[str, Any]]]] = {}
         self._lock = threading.Lock()
+
+    def pending(self, project: str) -> list[dict[str, Any]]:
+        """The open steps of `project` that commits did, as `close` would close them, without writing:
+        what a briefing shows until the git watch or the maintenance job records it. Git is asked once
+        per HEAD and set of open steps."""
+        conn = self.db.reader()
+        repo = repository_of(conn, project)
+        now_head = head(repo) if repo is not None else None
+        if now_head is None:
+            return []
+        key = (now_head, tuple(sorted(step["id"] for step in store_steps.open_steps(conn, project))))
+        with self._lock:
+            cached = self._found.get((project, repo.root))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        found = self.find(project, repo) if key[1] else []
+        with self._lock:
+            self._found[(project, repo.root)] = (key, found)
+        return found
 
     def close(self, project: str, *, repo: Repo | None = None, force: bool = False) -> list[dict[str, Any]]:
         """Close the open steps of `project` that commits did; the steps closed, each with its commit."""
