@@ -142,7 +142,7 @@ def test_git_reads_take_regular_files_only_bounded_and_inside_the_git_dir(tmp_pa
     assert out["fifo_dot_git_dirs"] is None and out["fifo_config_remote"] is None
     assert out["fifo_config_project"] == str(repos["fifo_config"].resolve())
     assert out["pipe_blob"] is None and out["transcript_parent"] is None
-    assert "not a regular file" in out["transcript"]
+    assert "is a FIFO" in out["transcript"]  # refused, with what it is
 
 
 def _edit(session: str, root: Path, n: int) -> dict:

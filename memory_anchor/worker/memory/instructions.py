@@ -254,7 +254,9 @@ def _clauses(piece: str) -> list[str]:
     return [piece] + [piece[m.end():] for m in _CLAUSE_START.finditer(piece)]
 
 
-_CUT_END = _re(r"\b(?:the|a|an|of|and|or|but|with|for|in|on|at|by|from|which|because|if|your|our|my)\s*$")  # "when told to" is whole
+# Words no finished sentence ends on. A preposition can end one ("from now on", "what it is for",
+# "when told to"), so none is here.
+_CUT_END = _re(r"\b(?:the|a|an|of|and|or|but|which|because|if|your|our|my)\s*$")
 
 
 def is_fragment(sentence: str) -> bool:
