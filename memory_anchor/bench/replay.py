@@ -166,7 +166,7 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         figures.update(events=report.events, accepted=report.accepted, refused=len(report.refused),
                        import_seconds=report.indexed_seconds, processed_seconds=report.processed_seconds,
                        sent_seconds=report.sent_seconds, **worker_process(run.data_dir))  # fmt: skip
-        last_session = run.client.get(f"/api/v1/sessions/{_session_id(files[-1])}")
+        last_session = _last_session(run, files)
         cwd, project = last_session.get("cwd") or str(run.work), last_session["project"]
         briefing = run.context_at(cwd, via)
         parts = sections(briefing)
@@ -207,6 +207,18 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
     figures["written"] = {"sessions": len(written), "recall": sum(r["recall"] for r in written),
                           "search": sum(r["search"] for r in written)}  # fmt: skip
     return figures
+
+
+def _last_session(run, files: list[Path]) -> dict[str, Any]:
+    """The newest session that happened in a project: a transcript of nothing but `/exit` is none."""
+    for path in reversed(files):
+        try:
+            session = run.client.get(f"/api/v1/sessions/{_session_id(path)}")
+        except WorkerError:
+            continue
+        if session.get("project"):
+            return session
+    return run.client.get(f"/api/v1/sessions/{_session_id(files[-1])}")
 
 
 def standing_statements_of_every_project(run, files: list[Path], via: str) -> dict[str, list[dict[str, Any]]]:

@@ -104,10 +104,7 @@ class Sessions:
         session_id = event.session_id or "unknown"
         row = conn.execute("SELECT branch FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         view = resolve_view(conn, row["branch"] if row else "main")
-        activity, _ = Records.query(
-            conn, view, filters={"session_id": session_id, "kind": ["prompt", "observation"]},
-            order="seq ASC", limit=200,
-        )  # fmt: skip
+        activity = session_activity(conn, view, session_id)
         if not activity:
             return None
         existing = Records.get(conn, summary_id(session_id), view)
@@ -161,6 +158,23 @@ class Sessions:
                                      order="seq ASC", limit=500)  # fmt: skip
         return self.services.codebase.summary_data({"kind": "summary", "data": data}, edits,
                                                    project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
+
+
+ACTIVITY_HEAD = 100  # the session's first records: what it was asked
+ACTIVITY_TAIL = 100  # and its latest: what it ended on
+
+
+def session_activity(conn, view, session_id: str) -> list[dict[str, Any]]:
+    """A session's prompts and observations, oldest first: its first and its latest ones. A long
+    session is summed up by how it began and how it ended, and its latest turn always counts as
+    new (a summary of only its first records would never change again after them)."""
+    filters = {"session_id": session_id, "kind": ["prompt", "observation"]}
+    head, total = Records.query(conn, view, filters=filters, order="seq ASC", limit=ACTIVITY_HEAD)
+    if total <= ACTIVITY_HEAD:
+        return head
+    tail, _ = Records.query(conn, view, filters=filters, order="seq DESC", limit=ACTIVITY_TAIL)
+    seen = {r["id"] for r in head}
+    return head + [r for r in reversed(tail) if r["id"] not in seen]
 
 
 def summary_title(summary, project: str | None) -> str:
