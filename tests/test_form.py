@@ -139,3 +139,9 @@ def test_a_long_sessions_activity_keeps_its_beginning_and_its_latest_turn(store_
     assert texts[0] == "fix the sync loop" and texts[-1] == "and the retry header"
     assert len(texts) == ACTIVITY_HEAD + ACTIVITY_TAIL and "Ran step 0" in texts and "Ran step 229" in texts
     assert [r["seq"] for r in activity] == sorted(r["seq"] for r in activity)
+
+
+@pytest.mark.parametrize("text", ["regenerate the protobuf stubs in CI", "reword the error message", "Rewire `auth.py`",
+                                  "untangle the import cycle in the worker"])  # fmt: skip
+def test_an_imperative_no_list_holds_is_still_a_step(text):
+    assert step_flaw(text) is None

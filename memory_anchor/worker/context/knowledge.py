@@ -40,7 +40,8 @@ def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
     model = request.memory
     if model is None:
         return None
-    latest = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=1)
+    latest, _ = Records.query(conn, view, filters={"kind": "summary", "project": request.project}, order="happened_at DESC",
+                              limit=1)  # fmt: skip
     reference = latest[0].get("happened_at") if latest else None
     # Once per HEAD: steps a commit did since the last briefing are closed before the list is read.
     if request.settings.code_checks:

@@ -65,7 +65,19 @@ _WORK_VERBS = frozenset("""add adjust adopt align allow analyse analyze apply ar
     register reindex release remove rename reorganize repair replace report reproduce request research resolve
     restore restructure resume retry revert review revisit rewrite rollback rotate run schedule seed send separate
     set setup ship simplify sort split start stop store streamline support switch sync tag test tidy track train
-    translate trim try tune unify update upgrade upload validate verify wait wire write""".split())  # fmt: skip
+    translate trim try tune unify update upgrade upload validate verify wait wire write generate reword revise
+    sanitize scrub backport call return pass raise catch wrap inline cover guard avoid share post fetch read print
+    show hide limit cap escape quote parse encode decode format lint renew expire deduplicate dedupe paginate batch
+    queue throttle reuse reorder group index snapshot version vendor compile bundle minify serve host proxy route
+    redirect authenticate authorize encrypt hash sign reply rebase squash cherry-pick ping email tell""".split())  # fmt: skip
+# The words that open an imperative's object: "regenerate the stubs", "rewire `auth.py`" (a verb no list holds
+# is still an imperative before them; "Phase 2" or "User profile: ..." is a name).
+# A report of what was done in an irregular past ("Rewrote the parser") and the verbs that ask for no work
+# ("keep X as it is", "leave", "skip"): no step.
+_NO_WORK = frozenset("""wrote rewrote made built rebuilt ran took gave found kept left got did saw began sent spent chose
+    brought thought caught held led won hid broke forgot told understood went came became knew grew threw drove
+    keep leave ignore skip enjoy""".split())  # fmt: skip
+_OBJECT_START = frozenset("a an the this that these those all each every our your their its my both some any code".split())
 _STILL_TO_DO = re.compile(
     r"(?i)\b(still (need|needs|have|has) to|still to (do|be)|(needs?|has|have) to be|remains? to be|left to do|"
     r"yet to be|is (not|n't) (yet )?(done|implemented|written|built|wired|tested)|not (yet )?(implemented|done))\b"
@@ -152,7 +164,12 @@ def step_flaw(text: str) -> str | None:
     said = [w for w in words(text) if w[0].isalnum()]
     if not said:
         return "no words"
-    if said[0] in _WORK_VERBS:
+    first = said[0]
+    if first in _NO_WORK:
+        return "a report of what was done, or no work at all"
+    if first in _WORK_VERBS or (first[:2] in ("re", "un", "de") and first[2:] in _WORK_VERBS):
+        return None
+    if first.isalpha() and not first.endswith(("ed", "ing")) and len(said) > 1 and said[1] in _OBJECT_START:
         return None
     if _STILL_TO_DO.search(_CODE_SPAN.sub("CODE", text)) and has_finite_verb(text):
         return None
