@@ -151,7 +151,7 @@ def session_outcome(message: str) -> Outcome:
                 _add(outcome, kind, sentence, labelled=False)
     outcome.done = _dedupe(outcome.done)[:6]
     outcome.root_causes = _dedupe(outcome.root_causes)[:4]
-    outcome.next_steps = _dedupe(outcome.next_steps)[:6]
+    outcome.next_steps = _dedupe(outcome.next_steps)[:8]
     return outcome
 
 

@@ -60,6 +60,8 @@ function saidAt(item) {
 }
 
 const newestSaidFirst = (rows) => [...rows].sort((a, b) => saidAt(b) - saidAt(a));
+// A queue waits in the order its words were said: the oldest first (a stable sort keeps the rest as listed).
+const oldestSaidFirst = (rows) => [...rows].sort((a, b) => saidAt(a) - saidAt(b));
 
 function pretty(value) {
   return JSON.stringify(value, null, 2);
@@ -458,7 +460,7 @@ async function decisionQueue(node, title, path, statuses, card, empty) {
   const reload = () =>
     load(list, title, async (target) => {
       const data = await api("GET", path, { params: { status: status.value, project: scope.project } });
-      const rows = newestSaidFirst(data.results || []);
+      const rows = oldestSaidFirst(data.results || []);
       fill(target, rows.length ? el("ul", { class: "cards" }, rows.map((row) => card(row, reload))) : message("muted", empty));
     });
   status.addEventListener("change", reload);
