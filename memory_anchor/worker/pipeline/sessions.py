@@ -160,7 +160,7 @@ class Sessions:
                                                    project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
 
 
-ACTIVITY_HEAD = 100  # the session's first records: what it was asked
+ACTIVITY_HEAD = 200  # the session's first records: what it was asked and did first
 ACTIVITY_TAIL = 100  # and its latest: what it ended on
 
 
