@@ -160,21 +160,19 @@ class Sessions:
                                                    project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
 
 
-ACTIVITY_HEAD = 200  # the session's first records: what it was asked and did first
-ACTIVITY_TAIL = 100  # and its latest: what it ended on
+ACTIVITY = 200  # the records a summary reads: a session's first ones (what it was asked and did)
 
 
 def session_activity(conn, view, session_id: str) -> list[dict[str, Any]]:
-    """A session's prompts and observations, oldest first: its first and its latest ones. A long
-    session is summed up by how it began and how it ended, and its latest turn always counts as
-    new (a summary of only its first records would never change again after them)."""
+    """A session's first prompts and observations, oldest first, and its latest record last when that
+    is not among them: a long session's latest turn still counts as new, so its summary reads the
+    outcome Claude's last message gives (the files and the asking stay those of its first records)."""
     filters = {"session_id": session_id, "kind": ["prompt", "observation"]}
-    head, total = Records.query(conn, view, filters=filters, order="seq ASC", limit=ACTIVITY_HEAD)
-    if total <= ACTIVITY_HEAD:
+    head, total = Records.query(conn, view, filters=filters, order="seq ASC", limit=ACTIVITY)
+    if total <= ACTIVITY:
         return head
-    tail, _ = Records.query(conn, view, filters=filters, order="seq DESC", limit=ACTIVITY_TAIL)
-    seen = {r["id"] for r in head}
-    return head + [r for r in reversed(tail) if r["id"] not in seen]
+    latest = Records.latest(conn, view, filters=filters, limit=1)
+    return head + [r for r in latest if all(r["id"] != h["id"] for h in head)]
 
 
 def summary_title(summary, project: str | None) -> str:
