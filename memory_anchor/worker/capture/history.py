@@ -208,7 +208,7 @@ class _Session:
                 continue
             if turn.is_prompt or turn.role == "notice":
                 if in_turn:
-                    yield self._stop(last, turn)
+                    yield self._stop(last, turn, latest)
                 in_turn, last = True, None
                 if turn.is_prompt:
                     yield HistoryEvent(self.payload("UserPromptSubmit", prompt=turn.text),
@@ -219,14 +219,15 @@ class _Session:
                     last = turn
             yield from self._tool_events(turn, uses)
         if in_turn:
-            yield self._stop(last, None)
+            yield self._stop(last, None, latest)
         end = last.last_uuid if last else None
         yield HistoryEvent(self.payload("SessionEnd", reason="other"),
                            _event_id(end, "end", self.session_id, latest), _epoch(latest))  # fmt: skip
 
-    def _stop(self, last: Turn | None, following: Turn | None) -> HistoryEvent:
-        """Stop at the end of a turn: Claude's last text then, at its time (else just before the next turn)."""
-        at = (last.ended_at if last else None) or (following.timestamp if following else None)
+    def _stop(self, last: Turn | None, following: Turn | None, latest: str | None = None) -> HistoryEvent:
+        """Stop at the end of a turn: Claude's last text then, at its time (else just before the next turn,
+        else the latest time the transcript gave: never the time of the import)."""
+        at = (last.ended_at if last else None) or (following.timestamp if following else None) or latest
         key = last.last_uuid if last else (following.uuid if following else None)
         return HistoryEvent(
             self.payload("Stop", stop_hook_active=False, last_assistant_message=last.text if last else ""),
