@@ -394,3 +394,21 @@ def test_an_older_statement_imported_after_a_newer_one_is_kept_as_superseded_and
     [kept] = worker.get(f"/api/v1/facts?project={project}&status=superseded")["results"]
     assert kept["text"] == "We use black for formatting" and kept["data"]["superseded_by"] == rule["id"]
     assert kept["session_id"] == LATER and _epoch(kept["data"]["verified_at"]) < _epoch(rule["data"]["verified_at"])
+
+
+def test_imported_words_keep_the_time_they_were_said(worker, tmp_path):
+    """Facts, approvals and the timeline carry when the words were said (the transcript's time), not when
+    they were imported; history imported today from 2024 sits below this week's work in the timeline."""
+    worker.post("/api/v1/events", {"hook_event_name": "UserPromptSubmit", "session_id": "live-session",
+                                   "cwd": "/tmp/b_cc/run197/my.project_x", "prompt": "what changed today"}, expect=202)  # fmt: skip
+    worker.wait_idle()
+    imported_again(worker, with_a_hedged_rule(tmp_path))
+    [pending], [asked] = pending_rules(worker)
+    assert START <= _epoch(pending["happened_at"]) < START + 60
+    assert START <= asked["payload"]["said_at"] < START + 60 and asked["created_at"] > START + 86_400
+    [cause] = [f for f in worker.get("/api/v1/facts?limit=100")["results"] if "missing.txt was never created" in f["text"]]
+    assert START <= _epoch(cause["happened_at"]) < START + 60
+    timeline = worker.get("/api/v1/timeline?limit=500")["results"]
+    assert timeline[0]["memory"] == "what changed today"  # written first, said last: newest first
+    said = [_epoch(r["happened_at"]) for r in timeline]
+    assert said == sorted(said, reverse=True)

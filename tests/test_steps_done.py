@@ -37,6 +37,12 @@ def commit(subject: str, *files: str, body: str = "", added: str = "") -> Commit
     ("remove the deprecated legacy_export helper from tools/export.py",
      commit("Drop deprecated legacy_export", "tools/export.py")),  # another verb for the same work
     ("apply the same fix to the refund path in app/refund.py", commit("Apply the rounding fix to refunds", "app/refund.py")),
+    # the message names the effect; the lines added to the step's file do what it asks
+    ("add a retry to fetch_user in src/api/client.py",
+     commit("Stop logins failing on flaky networks", "src/api/client.py", added="def fetch_user(id, retries=3):")),
+    ("add exponential backoff to send_webhook in hooks/send.py",
+     commit("Webhooks survive provider outages", "hooks/send.py",
+            added="def send_webhook(event):\n    delay = backoff(attempt)  # exponential")),
 ])  # fmt: skip
 def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_by):
     assert does_step(7, step, done_by)
@@ -61,6 +67,13 @@ def test_a_commit_that_says_and_touches_what_the_step_names_does_it(step, done_b
     # the opposite of it
     ("remove the legacy_export helper from tools/export.py",
      commit("Add a legacy_export helper", "tools/export.py", added="def legacy_export(rows):")),
+    # the effect named, but the added lines do only part of it, or name one plain word
+    ("add a retry and a timeout to fetch_user in src/api/client.py",
+     commit("Stop logins failing on flaky networks", "src/api/client.py", added="def fetch_user(id, timeout=5):")),
+    ("add caching in app/prices.py", commit("Faster price pages", "app/prices.py", added="# caching comes later")),
+    # a step that names no file: the effect alone is no plain evidence
+    ("add a retry to fetch_user", commit("Stop logins failing on flaky networks", "src/api/client.py",
+                                         added="def fetch_user(id, retries=3):")),
 ])  # fmt: skip
 def test_a_commit_that_does_something_else_leaves_the_step_open(step, unrelated):
     assert not does_step(7, step, unrelated)
@@ -128,6 +141,27 @@ def test_the_briefing_drops_a_step_a_commit_did_and_keeps_the_commit(worker, tmp
     assert closed["text"] == "add a retry to fetch_user in src/api/client.py"
     [still_open] = worker.get(f"/api/v1/next-steps?project={quote(root)}")["results"]
     assert still_open["closed_by_commit"] is None and "CART_TTL" in still_open["text"]
+
+
+def test_a_commit_naming_the_effect_closes_the_step_and_reverting_it_reopens_it(worker, tmp_path):
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit("Start the shop", files={"src/api/client.py": "def fetch_user(id):\n    return get(id)\n",
+                                         "docs/setup.md": "# Setup\n", "src/cart.py": "total = 0\n"})  # fmt: skip
+    root = str(repo.root.resolve())
+    _session_leaving_steps(worker, root, "s-steps-3")
+
+    def open_steps() -> str:
+        return worker.get(f"/api/v1/context?project={quote(root)}")["context"].split("## Open next steps")[1].split("##")[0]
+
+    did = repo.commit("Stop logins failing on flaky networks", files={
+        "src/api/client.py": "def fetch_user(id, retries=3):\n    return get(id, retries=retries)\n"})  # fmt: skip
+    assert "fetch_user" not in open_steps() and "CART_TTL" in open_steps()
+    [closed] = worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]
+    assert closed["closed_by_commit"]["commit"] == did
+
+    repo.git("revert", "--no-edit", "HEAD", at=repo.clock + 30)
+    assert "add a retry to fetch_user in src/api/client.py" in open_steps()
+    assert worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"] == []
 
 
 def test_outside_git_the_steps_stay_open_and_the_briefing_is_built(worker, tmp_path):

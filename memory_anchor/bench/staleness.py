@@ -14,9 +14,10 @@ every file a fate:
   file a session edited: its function rewritten, the session's change reverted
   by hand, other code added beside the edit;
 - next steps: done by a commit that says so in its own words (a retry, a doc,
-  a removal, tests, a rename, the changelog), or not done: half of it done, the
-  file reformatted, the same work on another file, the work on an unmerged
-  branch, nothing at all.
+  a removal, tests, a rename, the changelog) or names only the effect while its
+  diff does the step, or not done: half of it done, the file reformatted, the
+  same work on another file, the work on an unmerged branch, done and then
+  reverted, nothing at all.
 
 Every memory the sessions left is then checked through `POST /api/v1/verify`
 (what `memory-anchor verify` prints), the next briefing is asked for (it shows
@@ -106,6 +107,12 @@ def step_plan(p: int) -> list[tuple[Step, Any]]:
     def write(path, text, message):
         return lambda repo: repo.commit(message, files={path: text})
 
+    def reverted(path, text, message):
+        def do(repo):
+            repo.commit(message, files={path: text})
+            repo.git("revert", "--no-edit", "HEAD", at=repo.clock + 30)
+        return do
+
     def on_branch(repo):
         repo.git("checkout", "-q", "-b", f"health-{p}")
         repo.commit("Add health check endpoint", files={f"src/server_{p}.py": "def health():\n    return 'ok'\n"})
@@ -124,6 +131,10 @@ def step_plan(p: int) -> list[tuple[Step, Any]]:
          write(f"src/compute_{p}.py", f"def compute_total_{p}():\n    return 0\n", f"Rename compute_{p} to compute_total_{p}")),
         (Step(f"update the changelog for the 2.{p} release", True, "no file named"),
          write("CHANGELOG.md", f"## 2.{p}\n- totals\n", f"Update the changelog for the 2.{p} release")),
+        (Step(f"add a timeout to load_stock_{p} in src/stock_io_{p}.py", True, "the message names the effect, the diff does it"),
+         write(f"src/stock_io_{p}.py", f"def load_stock_{p}(i, timeout=5):\n    return i\n", "The stock page no longer hangs")),
+        (Step(f"add a retry to save_order_{p} in src/save_{p}.py", False, "done, then reverted"), reverted(
+            f"src/save_{p}.py", f"def save_order_{p}(order, retries=3):\n    return order\n", f"Add retry to save_order_{p}")),
         (Step(f"add a retry and a timeout to load_cart_{p} in src/cart_{p}.py", False, "half of it done"),
          write(f"src/cart_{p}.py", f"def load_cart_{p}(i, timeout=5):\n    return i\n", f"Add a timeout to load_cart_{p}")),
         (Step(f"add input validation to submit_order_{p} in src/orders_{p}.py", False, "its file reformatted"),
@@ -155,7 +166,8 @@ def build_project(work: Path, p: int) -> tuple[Project, list[tuple[Step, Any]]]:
         project.root_causes[sid] = next(m for m in edited if m.fate == ("untouched" if sid == sessions[0] else "deleted"))
     plan = step_plan(p)
     for path in (f"src/client_{p}.py", f"docs/setup_{p}.md", f"src/helpers_{p}.py", f"src/compute_{p}.py",
-                 "CHANGELOG.md", f"src/cart_{p}.py", f"src/orders_{p}.py", f"src/prices_{p}.py", f"src/stock_{p}.py"):  # fmt: skip
+                 "CHANGELOG.md", f"src/cart_{p}.py", f"src/orders_{p}.py", f"src/prices_{p}.py", f"src/stock_{p}.py",
+                 f"src/stock_io_{p}.py", f"src/save_{p}.py"):  # fmt: skip
         files.setdefault(path, f"# {path}\n")
     repo.commit("Start the shop", files=files)
     project.steps = [step for step, _ in plan]

@@ -245,7 +245,11 @@ class _Session:
         return {**base, **fields}
 
     def events(self) -> Iterator[HistoryEvent]:
-        """The main conversation's events; the last is SessionEnd."""
+        """The main conversation's events; the last is SessionEnd. None for a transcript of nothing
+        but Claude Code's own lines (a session opened and left with `/exit`): no session happened,
+        and its end alone would be one with no project, dated at the import."""
+        if not self.turns:
+            return
         uses: dict[str, ToolUse] = {}
         last: Turn | None = None  # Claude's last turn with text in the current turn of the conversation
         said: list[str] = []  # every text of Claude's in the current turn of the conversation

@@ -26,10 +26,12 @@ class Timeline:
         offset: int = 0,
         agent_id: str | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
-        """Live records of these kinds, newest first."""
+        """Live records of these kinds, newest first by when they happened: history imported today
+        from last year sits below this week's work, not above it."""
         conn = self.db.reader()
         filters = {"kind": kinds, "project": project or None, "session_id": session_id or None, "agent_id": agent_id}
-        return Records.query(conn, resolve_view(conn, branch, as_of), filters=filters, limit=limit, offset=offset)
+        return Records.query(conn, resolve_view(conn, branch, as_of), filters=filters, order="happened_at DESC",
+                             limit=limit, offset=offset)  # fmt: skip
 
     def by_ids(self, ids: list[str], *, branch: str = MAIN, as_of: Any = None) -> list[dict[str, Any]]:
         """Full records for these ids, in the order asked; unknown ids are skipped."""

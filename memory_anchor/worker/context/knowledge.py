@@ -91,7 +91,8 @@ def next_steps_section(request: ContextRequest, conn, view) -> Section | None:
     model = request.memory
     if model is None:
         return None
-    latest = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=1)
+    latest, _ = Records.query(conn, view, filters={"kind": "summary", "project": request.project}, order="happened_at DESC",
+                              limit=1)  # fmt: skip
     reference = latest[0].get("happened_at") if latest else None
     # Steps a commit did are shown closed; the git watch and the maintenance job record it (a briefing only reads).
     done = [step["id"] for step in model.steps_done.pending(request.project)] if request.settings.code_checks else []

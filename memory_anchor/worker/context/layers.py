@@ -76,9 +76,13 @@ def facts_of_types(conn, view, project: str | None, types, limit: int = 300,
 
 
 def fact_line(fact: dict[str, Any], limit: int = 300, found: Freshness | None = None) -> str:
-    """A fact with its flag, id and confidence, and the mark of its files when they changed since."""
+    """A fact with its flag, id, source (when it was said, in which session) and confidence, and the
+    mark of its files when they changed since."""
+    said = f"said {when(fact['happened_at'])}" if fact.get("happened_at") else ""
+    if fact.get("session_id"):
+        said += f"{' ' if said else ''}in session {str(fact['session_id'])[:8]}"
     return (f"- {clip(fact['text'], limit)}{fact_flag(fact, found)} (fact {fact['id'][:8]}, "
-            f"confidence {fact['effective_confidence']:.2f}){mark(found)}")  # fmt: skip
+            f"{said + ', ' if said else ''}confidence {fact['effective_confidence']:.2f}){mark(found)}")  # fmt: skip
 
 
 def facts_section(request: ContextRequest, conn, view) -> Section | None:

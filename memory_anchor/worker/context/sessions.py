@@ -69,7 +69,10 @@ def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits
 
 
 def outcomes_section(request: ContextRequest, conn, view) -> Section | None:
-    page = Records.latest(conn, view, filters={"kind": "summary", "project": request.project}, limit=OUTCOME_SESSIONS)
+    # The sessions that happened last (a summary per session: few rows), not the last ones written: history
+    # imported today from last year is not what the user did lately.
+    page, _ = Records.query(conn, view, filters={"kind": "summary", "project": request.project}, order="happened_at DESC",
+                            limit=OUTCOME_SESSIONS)  # fmt: skip
     if not page:
         return None
     known = [f["text"] for f in facts_of_types(conn, view, request.project, ("bugfix",), limit=100)]

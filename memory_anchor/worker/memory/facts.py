@@ -194,8 +194,9 @@ class FactStore:
         record = self._put(conn, fact, text, status=status, actor=actor, reason=reason, stated_at=stated_at)
         out: dict[str, Any] = {"status": status, "record": decorate(record)}
         if status == "pending":
+            said = {"said_at": stated_at} if stated_at is not None else {}
             out["approval"] = self.approvals.create(
-                conn, "fact", "add", {"text": text, "confidence": fact.confidence}, project=fact.project,
+                conn, "fact", "add", {"text": text, "confidence": fact.confidence, **said}, project=fact.project,
                 branch=branch, agent_id=agent_id, session_id=fact.session_id, record_id=record["id"],
                 reason=f"confidence {fact.confidence:.2f} is between {FACT_PENDING} and {FACT_ACCEPT}",
             )  # fmt: skip
@@ -203,7 +204,8 @@ class FactStore:
 
     def _put(self, conn, fact: FactIn, text: str, *, status: str, actor: str, reason: str, stated_at: float | None,
              **data: Any) -> dict[str, Any]:  # fmt: skip
-        happened = to_epoch(fact.when, "when") if fact.when is not None else None
+        # When the words were said: an imported statement's transcript time, not the time of the import.
+        happened = to_epoch(fact.when, "when") if fact.when is not None else stated_at
         return Records.put(
             conn, "fact", text, branch=fact.branch or MAIN, actor=actor, reason=reason, layer=VERIFIED_FACT,
             status=status, project=fact.project, agent_id=fact.agent_id or DEFAULT_AGENT, session_id=fact.session_id,
@@ -300,6 +302,8 @@ class FactStore:
             "status": "active",
             "data": {**data, **_verification(stated_at), "previous_text": current["text"], **code},
         }
+        if stated_at is not None:
+            changes["happened_at"] = stated_at  # the new version was said then
         if confidence is not None:
             changes["confidence"] = confidence
         if source_id:

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from memory_anchor.worker.memory.cues import BULLET, HEADING, _any, clean_sentence, sentences
+from memory_anchor.worker.memory.form import fact_flaw, has_finite_verb, step_flaw
 
 
 @dataclass
@@ -78,11 +79,14 @@ _PLAN = _any(
     r"^(the )?next step (is|will be) to\b|^(now |next,? |then,? )?(i|we)('ll| will| am going to| are going to| can now)\b|"
     r"^let('s| me| us)\b|^(now|next|then),? (i|we|let)\b|\b(i|we) (ran|tested|checked|looked|traced|searched|opened|read|tried)\b",
 )
+# A guess or a condition is no root cause: "if that works, the issue is in X", "it might be the cache".
+_GUESS = _any(r"^(if|unless|maybe|perhaps|probably|possibly|hopefully)\b",
+              r"\b(might|may be|could be|probably|likely|possibly|seems?|appears? to|i think|i suspect|i guess)\b")
 # A thing in the code: `backticks`, a path with an extension, call(), a dotted.name, snake_case or CamelCase.
 _CODE_ANCHOR = re.compile(r"`[^`]+`|\b[\w./-]+\.[a-z]{1,5}\b|\b\w+\(\)|\b[a-z_]\w*\.[a-z_]\w+|\b[a-z]+_[a-z_]+\b|"
                           r"\b[A-Z][a-z]+[A-Z]\w*\b")  # fmt: skip
 _HEADINGS = [
-    ("root_cause", re.compile(r"(?i)^(root causes?|causes?|why( it failed)?|diagnosis|根本原因|根因|原因|원인|근본 원인)$")),
+    ("root_cause", re.compile(r"(?i)^(root causes?|causes?|why it (failed|broke|happened)|diagnosis|根本原因|根因|原因|원인|근본 원인)$")),
     ("next_step", re.compile(r"(?i)^(next steps?|next|todo|to do|follow[- ]?ups?|remaining( work)?|open items|left to do|"
                              r"not (yet )?done|下一步|后续|待办|接下来|次のステップ|次に|今後|残タスク|다음 단계|남은 작업|할 일)$")),  # fmt: skip
     ("done", re.compile(r"(?i)^(done|changes( made)?|fixed|what i did|summary|completed|"
@@ -95,13 +99,30 @@ def session_outcome(message: str) -> Outcome:
     outcome = Outcome()
     heading_kind: str | None = None
     after_heading = False
+    in_section = False  # under a markdown heading of a kind: it lasts until the next heading or rule
+    in_fence = False
     for raw in (message or "").splitlines():
         line = raw.strip()
-        if not line:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        # Code, and text quoted from a file, a tool or a person, is theirs: no outcome of the session.
+        if not line or in_fence or line.startswith(">"):
+            continue
+        section = _MD_HEADING.match(line)
+        if section or _RULE.match(line):
+            heading_kind = _section_kind(section.group(1)) if section else None
+            in_section, after_heading = heading_kind is not None, heading_kind is not None
             continue
         is_bullet = bool(BULLET.match(raw))
         heading = HEADING.match(line.replace("**", ""))
         kind = _heading_kind(heading.group(1)) if heading and not is_bullet else None
+        if in_section and heading and not is_bullet and kind is None and not heading.group(2).strip():
+            if has_finite_verb(heading.group(1)):  # "This might be:" lists guesses, not the section's items
+                heading_kind, in_section = None, False
+            else:  # a label that groups the section's items ("Quick wins:"): still the section
+                after_heading = True
+                continue
         if kind is not None:
             rest = heading.group(2).strip()
             heading_kind, after_heading = kind, not rest  # "Next steps:" heads a list; "Root cause: X" does not
@@ -109,8 +130,12 @@ def session_outcome(message: str) -> Outcome:
                 _add_labelled(outcome, kind, rest)
                 heading_kind = None if not raw.rstrip().endswith((":", "：")) else kind
             continue
-        if not is_bullet and not after_heading:
+        if in_section and not is_bullet and not after_heading and line.rstrip("*_ ").endswith((":", "：")):
+            heading_kind, in_section = None, False  # a paragraph that introduces a list of its own
+        if not is_bullet and not after_heading and not in_section:
             heading_kind = None  # a paragraph ends the list under a heading
+        # In a markdown section the list is the section's; a paragraph after it speaks for itself.
+        line_kind = None if in_section and not is_bullet and not after_heading else heading_kind
         after_heading = False
         for sentence in sentences(line):
             labelled = HEADING.match(sentence)
@@ -118,15 +143,15 @@ def session_outcome(message: str) -> Outcome:
             if label_kind is not None:  # "… . Root cause: X. Next step: Y." mid-paragraph: keep X and Y, not their labels
                 _add(outcome, label_kind, labelled.group(2), labelled=True)
                 continue
-            if heading_kind is not None:
-                _add(outcome, heading_kind, sentence, labelled=True)
+            if line_kind is not None:
+                _add(outcome, line_kind, sentence, labelled=True)
                 continue
             kind = _kind_of(sentence)
             if kind is not None:
                 _add(outcome, kind, sentence, labelled=False)
     outcome.done = _dedupe(outcome.done)[:6]
     outcome.root_causes = _dedupe(outcome.root_causes)[:4]
-    outcome.next_steps = _dedupe(outcome.next_steps)[:6]
+    outcome.next_steps = _dedupe(outcome.next_steps)[:8]
     return outcome
 
 
@@ -151,8 +176,31 @@ def _heading_kind(label: str) -> str | None:
     return next((kind for kind, pattern in _HEADINGS if pattern.match(label)), None)
 
 
+_FENCE = re.compile(r"^(```|~~~)")
+_MD_HEADING = re.compile(r"^#{1,6}\s+(.*)$")
+_RULE = re.compile(r"^(-{3,}|\*{3,}|_{3,})$")
+
+
+def _section_kind(title: str) -> str | None:
+    """The kind of a markdown section by its title, emoji, numbering and asides left out:
+    "## 📋 Still To Do (Minimal)" heads next steps, "### Root Cause" root causes."""
+    title = re.sub(r"\([^)]*\)", " ", title.replace("**", ""))
+    title = " ".join(re.sub(r"[^\w\s'’/-]", " ", title).split()).strip(" -")
+    title = re.sub(r"^\d+[.)]?\s+", "", title)
+    kind = _heading_kind(title)
+    if kind is not None:
+        return kind
+    if re.search(r"(?i)\broot causes?\b", title):
+        return "root_cause"
+    if _LEFT_UNDONE.search(title) or re.search(r"(?i)\bnext steps?\b|\bremaining\b|\bwhat'?s left\b", title):
+        return "next_step"
+    return None
+
+
 def _kind_of(sentence: str) -> str | None:
-    """The kind of an unlabelled sentence, judged by what it says and how."""
+    """The kind of an unlabelled sentence, judged by what it says and how (not by the words of
+    the code or names it quotes: "`Preview (not yet accessed)`" says nothing is left)."""
+    sentence = re.sub(r"`[^`]*`", "`…`", sentence)
     if _CJK_ROOT_CAUSE.search(sentence):
         return "cjk_root_cause"
     if _ROOT_CAUSE.search(sentence):
@@ -179,17 +227,19 @@ def names_code(text: str) -> bool:
 
 
 def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool) -> None:
+    said = text.strip()
     text = clean_sentence(text)
     if len(text) < 6:
         return
     if kind == "cjk_root_cause":
         kind, labelled = "root_cause", True
     if kind == "root_cause":
-        if is_narration(text) or not (labelled or names_code(text)):
+        # A cause is kept as a fact: a whole sentence, stated plainly, about the project.
+        if is_narration(text) or not (labelled or names_code(text)) or _GUESS.search(text) or fact_flaw(said):
             return
         outcome.root_causes.append(text)
     elif kind == "next_step":
-        if is_plan(text):
+        if is_plan(text) or step_flaw(said):
             return
         outcome.next_steps.append(text)
     else:

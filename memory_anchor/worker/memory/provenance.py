@@ -11,7 +11,9 @@ The briefing tells Claude to follow the standing rules it lists, so:
   "from now on") stands; the rest waits for a human's approval;
 - **any other fact** states something about the project, never the agent
   narrating its process ("the Reproducer confirmed …, the Debugger
-  identified …"): such a fact is refused.
+  identified …"), and is a whole statement: never a heading, a label ending in
+  ":", a placeholder ("because..."), a question or a sentence cut off
+  (`form.fragment`). Such a fact is refused.
 
 Pure functions: the extractor (extraction.py) applies them to every candidate,
 local or Claude's, before anything is written.
@@ -19,10 +21,12 @@ local or Claude's, before anything is written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_anchor.worker.memory.cues import covers, covers_characters, sentences
+from memory_anchor.worker.memory.form import fragment
 from memory_anchor.worker.memory.instructions import PLAIN, standing_statements
 from memory_anchor.worker.memory.outcomes import is_narration
 from memory_anchor.worker.memory.text import one_line
@@ -56,6 +60,8 @@ def check(text: str, category: str | None, confidence: float, quote: str | None,
         return _standing(text, confidence, quote, prompts)
     if is_narration(text):
         return Verdict(False, "narrates the agent's process, states nothing about the project")
+    if (why := fragment(text)) is not None:
+        return Verdict(False, f"not a whole statement: {why}")
     return Verdict(True)
 
 
@@ -85,3 +91,20 @@ def _said_to_last(sentence: str) -> bool:
 
 def _normal(text: str) -> str:
     return one_line(text).lower().strip(" .!?;:")
+
+
+_MARKUP = re.compile(r"[*_`#>|]+")
+QUOTED_CHARS = 24  # shorter text may be the session's own words that a file happens to contain
+
+
+def _flat(text: str) -> str:
+    return " ".join(_MARKUP.sub(" ", text or "").lower().split())
+
+
+def quotes_a_tool(text: str, tool_texts: Sequence[str]) -> bool:
+    """Is `text` (a sentence of Claude's message) words a tool wrote into a file or returned, which
+    Claude only repeats? Such words are the file's or the tool's, not what the session found."""
+    said = _flat(text).strip(" .:;")
+    if len(said) < QUOTED_CHARS:
+        return False
+    return any(said in _flat(written) for written in tool_texts if written)

@@ -12,8 +12,12 @@ plain evidence (`does_step`):
   verb it uses ("remove" / "drop"), but never the opposite verb ("add" is not
   done by "remove");
 - when the step names files, the commit touched one of them;
-- or its message names the step as the briefing does ("step 12").
-The exact rules are `does_step`'s.
+- or its message names the step as the briefing does ("step 12");
+- or, when the step names files, the lines it added there say all that the step
+  acts on (two objects, or a code name): the commit did the step even when its
+  message names the effect ("Stop logins timing out on slow networks").
+The exact rules are `does_step`'s. A commit that closed a step and is reverted
+later (`git revert`) reopens it.
 
 The closed step stays in `open_items` with `closed_by` "commit:<sha>" and the
 commit's subject as `closed_because` (`closed_by_commit` on the wire). Steps
@@ -117,12 +121,28 @@ def does_step(step_id: Any, text: str, commit: CommitDetail) -> bool:
     if step.paths:
         if not touches(commit, step.paths):
             return False
+        if _diff_does(step, commit):
+            return True  # its message may name the effect ("Stop flaky logins"), the lines it added are the step
         if len(step.objects) <= 1 and not same_action and not any(not o.isalpha() for o in step.objects):
             return False  # one plain word in common is too little without the step's own action (a code name is enough)
         return not step.objects or bool(step.objects & said) and step.objects <= (said | _keys(terms(commit.added)))
     if not step.objects or not step.objects <= said:
         return False
     return len(step.objects) >= 2 or same_action
+
+
+def _diff_does(step: StepWords, commit: CommitDetail) -> bool:
+    """Do the lines the commit added to the step's files say everything the step acts on: two objects
+    at least, or a code name (one plain word is too little)? Never for a step that takes something
+    away: added lines that say it show it is still there."""
+    if step.actions & _REMOVALS or not step.objects:
+        return False
+    if len(step.objects) < 2 and all(o.isalpha() for o in step.objects):
+        return False
+    return step.objects <= _keys(terms(commit.added))
+
+
+_REMOVALS = terms("remove delete drop disable")
 
 
 def closed_by_commit(item: dict[str, Any]) -> dict[str, str] | None:
@@ -180,6 +200,12 @@ class StepsDoneByCommits:
             if not force and self._seen.get((project, repo.root)) == now_head:
                 return []
             self._seen[(project, repo.root)] = now_head
+        reopened = self.undone(project, repo)
+        if reopened:
+            with self.db.transaction() as conn:
+                for item in reopened:
+                    conn.execute("UPDATE open_items SET closed_at = NULL, closed_by = NULL, closed_because = NULL "
+                                 "WHERE id = ? AND closed_by = ?", (item["id"], item["closed_by"]))  # fmt: skip
         closed = self.find(project, repo)
         if closed:
             with self.db.transaction() as conn:
@@ -187,6 +213,16 @@ class StepsDoneByCommits:
                     store_steps.close_step(conn, item["id"], at=item["closed_at"], by=item["closed_by"],
                                            because=item["closed_because"], if_open=True)  # fmt: skip
         return closed
+
+    def undone(self, project: str, repo: Repo, limit: int = 200) -> list[dict[str, Any]]:
+        """The steps a commit closed that a later commit on HEAD reverted: open again (nothing written)."""
+        items = [dict(r) for r in self.db.reader().execute(
+            "SELECT id, text, closed_at, closed_by FROM open_items WHERE project = ? AND closed_by LIKE ? "
+            "ORDER BY closed_at DESC LIMIT ?", (project, COMMIT_PREFIX + "%", limit)).fetchall()]  # fmt: skip
+        if not items:
+            return []
+        reverted = [c.reverts for c in commits_since(repo, min(i["closed_at"] for i in items) - 1) if c.reverts]
+        return [i for i in items if any(r and i["closed_by"][len(COMMIT_PREFIX) :].startswith(r) for r in reverted)]
 
     def find(self, project: str, repo: Repo) -> list[dict[str, Any]]:
         """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed (nothing written)."""
@@ -196,7 +232,8 @@ class StepsDoneByCommits:
         named = [path for item in items for path in StepWords.of(item["text"]).paths]
         commits = commits_since(repo, min(i["opened_at"] for i in items), diff_paths=named)
         reverted = {c.reverts for c in commits if c.reverts}
-        commits = [c for c in commits if not any(c.sha.startswith(r) for r in reverted)]
+        # Neither a reverted commit nor the revert (its message repeats the reverted one's) did the step.
+        commits = [c for c in commits if not c.reverts and not any(c.sha.startswith(r) for r in reverted)]
         found = []
         for item in items:
             commit = next((c for c in commits if c.time > item["opened_at"] and does_step(item["id"], item["text"], c)), None)

@@ -95,10 +95,7 @@ class Sessions:
         conn = self.services.db.reader()
         session_id = event.session_id or "unknown"
         view = resolve_view(conn, session_branch(conn, session_id) or "main")
-        activity, _ = Records.query(
-            conn, view, filters={"session_id": session_id, "kind": ["prompt", "observation"]},
-            order="seq ASC", limit=200,
-        )  # fmt: skip
+        activity = session_activity(conn, view, session_id)
         if not activity:
             return None
         existing = Records.get(conn, summary_id(session_id), view)
@@ -187,6 +184,21 @@ class Sessions:
                                      order="seq ASC", limit=500)  # fmt: skip
         return self.services.codebase.summary_data({"kind": "summary", "data": data}, edits,
                                                    project=session.get("project"), cwd=session.get("cwd"))  # fmt: skip
+
+
+ACTIVITY = 200  # the records a summary reads: a session's first ones (what it was asked and did)
+
+
+def session_activity(conn, view, session_id: str) -> list[dict[str, Any]]:
+    """A session's first prompts and observations, oldest first, and its latest record last when that
+    is not among them: a long session's latest turn still counts as new, so its summary reads the
+    outcome Claude's last message gives (the files and the asking stay those of its first records)."""
+    filters = {"session_id": session_id, "kind": ["prompt", "observation"]}
+    head, total = Records.query(conn, view, filters=filters, order="seq ASC", limit=ACTIVITY)
+    if total <= ACTIVITY:
+        return head
+    latest = Records.latest(conn, view, filters=filters, limit=1)
+    return head + [r for r in latest if all(r["id"] != h["id"] for h in head)]
 
 
 def summary_title(summary, project: str | None) -> str:

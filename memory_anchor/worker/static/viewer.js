@@ -51,6 +51,18 @@ function when(value) {
   return Number.isNaN(date.getTime()) ? String(value) : date.toLocaleString();
 }
 
+/** When the words were said (an imported statement keeps its transcript's time), as epoch ms, for ordering. */
+function saidAt(item) {
+  const said = item.payload && item.payload.said_at;
+  const value = said ?? item.happened_at ?? item.created_at;
+  const date = typeof value === "number" ? new Date(value * 1000) : new Date(value || 0);
+  return Number.isNaN(date.getTime()) ? 0 : date.getTime();
+}
+
+const newestSaidFirst = (rows) => [...rows].sort((a, b) => saidAt(b) - saidAt(a));
+// A queue waits in the order its words were said: the oldest first (a stable sort keeps the rest as listed).
+const oldestSaidFirst = (rows) => [...rows].sort((a, b) => saidAt(a) - saidAt(b));
+
 function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
@@ -367,8 +379,8 @@ const sections = {
       load(list, "Facts", async (target) => {
         const params = scopeParams({ limit: 500, status: status.value });
         const data = await api("GET", "/api/v1/facts", { params });
-        const results = data.results || [];
-        fill(target, el("p", { class: "muted" }, `${data.total ?? results.length} facts; click one for its history.`),
+        const results = newestSaidFirst(data.results || []);
+        fill(target, el("p", { class: "muted" }, `${data.total ?? results.length} facts, newest said first; click one for its history.`),
              results.length ? el("ul", { class: "cards" }, results.map((fact) => factCard(fact, reload))) : message("muted", "Nothing here."));
       });
     status.addEventListener("change", reload);
@@ -451,7 +463,7 @@ async function decisionQueue(node, title, path, statuses, card, empty) {
   const reload = () =>
     load(list, title, async (target) => {
       const data = await api("GET", path, { params: { status: status.value, project: scope.project } });
-      const rows = data.results || [];
+      const rows = oldestSaidFirst(data.results || []);
       fill(target, rows.length ? el("ul", { class: "cards" }, rows.map((row) => card(row, reload))) : message("muted", empty));
     });
   status.addEventListener("change", reload);
@@ -579,7 +591,8 @@ function approvalCard(approval, reload) {
     { class: "card" },
     el("div", { class: "meta" }, badge(`#${approval.id}`), badge(approval.kind, "kind"), badge(approval.action),
        approval.status !== "pending" ? badge(approval.status, "warn") : null,
-       el("span", {}, `${approval.agent_id || "-"} · ${when(approval.created_at)}`)),
+       el("span", {}, `${approval.agent_id || "-"} · `),
+       el("time", {}, approval.payload && approval.payload.said_at ? `said ${when(approval.payload.said_at)}` : when(approval.created_at))),
     approval.reason ? el("div", { class: "headline" }, approval.reason) : null,
     el("pre", { class: "text small" }, pretty(approval.payload || {})),
     approval.record_id ? el("button", { type: "button", class: "link", onclick: () => showRecord(approval.record_id) }, "Show record") : null,

@@ -662,6 +662,7 @@ def summarize_session(
     next steps.
     """
     from memory_anchor.worker.memory.outcomes import session_outcome
+    from memory_anchor.worker.memory.provenance import quotes_a_tool
     from memory_anchor.worker.memory.user_words import subject
 
     asked = [shorten(subject(_str(p)), 200) for p in (prompts or []) if _str(p).strip()]
@@ -669,6 +670,9 @@ def summarize_session(
     drafts = [d for d in (as_observation(o) for o in (observations or [])) if d is not None]
     last = _str(last_assistant_message)
     outcome = session_outcome(last)
+    # A cause Claude repeats from a file it wrote or a tool's output is that text's, not a finding.
+    tool_texts = [d.narrative or "" for d in drafts]
+    outcome.root_causes = [c for c in outcome.root_causes if not quotes_a_tool(c, tool_texts)]
 
     request = asked[0] if asked else ""
     if len(asked) > 1:

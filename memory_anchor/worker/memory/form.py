@@ -1,0 +1,176 @@
+"""The form of a statement memory keeps: a whole sentence, not a fragment of one.
+
+What Claude writes at the end of a session is laid out for a reader who sees all
+of it: headings, labels that introduce a list ("Still need to design:"), bold
+taglines ("Your understanding, externalized"), table rows, placeholders it offers
+as examples ("We decided to use X because..."). Lifted out of that page, none of
+them says anything. So before a sentence becomes a fact or an open step, its form
+is checked, by structure rather than by phrase:
+
+- **any statement** (`fragment`): not a heading, a table row, a label ending in
+  ":", a question, a quotation held up as an example, a placeholder ("...",
+  "because…"), or a sentence cut off (an open bracket or backtick, a last word that
+  needs more after it: "because", "the", "and");
+- **a fact** (`fact_flaw`): that, and a finite verb after its subject
+  ("the cache key ignored the locale", "`response.data` is `null`"): a noun phrase
+  or a tagline states nothing;
+- **a step** (`step_flaw`): that, and work to do: an imperative ("add a
+  regression test", "wait for the extraction to finish"), or a sentence that says
+  something is still to do ("the migration still needs to be written"). A name
+  ("Phase 2"), a status ("User profile: not yet created") or a report of what was
+  done ("Clarified the configuration system") is none.
+
+Text in Chinese, Japanese or Korean is held to the first test only: its grammar
+is not read here. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_anchor.worker.memory.cues import has_cjk
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+|[,;:—–()\[\]]")
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_PLACEHOLDER = re.compile(r"(\.\.\.|…)\s*[\"'”’)]*\s*$|\b\w+\s*(\.\.\.|…)\s*[\"'”’]")
+_QUOTED = re.compile(r"""^\s*(["“'‘]).*(["”'’])\s*[.!]?\s*$""")
+_LABEL_END = re.compile(r"[:：]\s*(\*\*|__)?\s*$")
+_TABLE = re.compile(r"^\s*\||\|.*\|")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+# A last word that needs more after it: the sentence was cut off there.
+_OPEN_END = frozenset("""a an the and or but nor because since so that which who whose whom where when while if
+    unless until than as of to for from with without by in on at into onto about like via per is are was were be
+    been being has have had do does did can could will would shall should may might must our your their its my""".split())  # fmt: skip
+# Finite verbs whatever the subject: auxiliaries, modals and their negations.
+_FINITE = frozenset("""is are was were am has have had does do did can could will would shall should may might must
+    isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't can't cannot couldn't won't wouldn't
+    shouldn't mustn't it's that's there's here's what's he's she's we're they're you're i'm we've they've i've
+    we'll they'll it'll i'll we'd they'd i'd""".split())  # fmt: skip
+_PRONOUNS = frozenset("i you we they he she it this that these those there".split())
+# Words after which an -ed or -s form is not a finite verb: "the added file", "not yet implemented",
+# "been fixed", "its tests".
+_NOT_A_SUBJECT = frozenset("""a an the this that these those its our your their my his her no not yet already also
+    just still never been be being and or but to of for from with by in on at into as than so , ; : — – ( [
+    very more most less much many some any all each every both few""".split())  # fmt: skip
+# Adverbs between a subject and its verb ("not" and "yet" are not: "not yet implemented" is a participle).
+_ADVERBS = frozenset("still also already always never just now only often usually sometimes".split())
+# Imperatives of work: what a step asks someone to do (general English, not one project's words).
+_WORK_VERBS = frozenset("""add adjust adopt align allow analyse analyze apply archive ask audit automate backfill
+    benchmark build bump cache change check clarify clean close commit compare complete configure confirm connect
+    consider consolidate convert copy create debug decide define delete deploy deprecate design detect disable
+    discuss document drop edit enable ensure evaluate expand expose extend extract finalize finish fix flesh
+    generalize generalise handle harden implement import improve include install integrate introduce investigate
+    label link load log look make mark measure merge migrate mock monitor move normalize notify open optimize
+    optimise package pin plan polish populate port prepare profile prototype prune publish push reduce refactor
+    register reindex release remove rename reorganize repair replace report reproduce request research resolve
+    restore restructure resume retry revert review revisit rewrite rollback rotate run schedule seed send separate
+    set setup ship simplify sort split start stop store streamline support switch sync tag test tidy track train
+    translate trim try tune unify update upgrade upload validate verify wait wire write generate reword revise
+    sanitize scrub backport call return pass raise catch wrap inline cover guard avoid share post fetch read print
+    show hide limit cap escape quote parse encode decode format lint renew expire deduplicate dedupe paginate batch
+    queue throttle reuse reorder group index snapshot version vendor compile bundle minify serve host proxy route
+    redirect authenticate authorize encrypt hash sign reply rebase squash cherry-pick ping email tell""".split())  # fmt: skip
+# The words that open an imperative's object: "regenerate the stubs", "rewire `auth.py`" (a verb no list holds
+# is still an imperative before them; "Phase 2" or "User profile: ..." is a name).
+# A report of what was done in an irregular past ("Rewrote the parser") and the verbs that ask for no work
+# ("keep X as it is", "leave", "skip"): no step.
+_NO_WORK = frozenset("""wrote rewrote made built rebuilt ran took gave found kept left got did saw began sent spent chose
+    brought thought caught held led won hid broke forgot told understood went came became knew grew threw drove
+    keep leave ignore skip enjoy""".split())  # fmt: skip
+_OBJECT_START = frozenset("a an the this that these those all each every our your their its my both some any code".split())
+_STILL_TO_DO = re.compile(
+    r"(?i)\b(still (need|needs|have|has) to|still to (do|be)|(needs?|has|have) to be|remains? to be|left to do|"
+    r"yet to be|is (not|n't) (yet )?(done|implemented|written|built|wired|tested)|not (yet )?(implemented|done))\b"
+)
+
+
+def words(text: str) -> list[str]:
+    """Words and the punctuation that splits clauses, lower-cased, code spans left out."""
+    return [w.lower().replace("’", "'") for w in _WORD.findall(_CODE_SPAN.sub(" CODE ", text or ""))]
+
+
+def fragment(text: str) -> str | None:
+    """Why `text` is no statement on its own (a heading, a label, a placeholder, ...), or None."""
+    flat = " ".join((text or "").replace("**", "").replace("__", "").split())
+    if not flat:
+        return "empty"
+    if _HEADING.match(text or ""):
+        return "a heading"
+    if _TABLE.search(flat):
+        return "a table row"
+    if _LABEL_END.search(flat):
+        return "a label that introduces what follows"
+    if _PLACEHOLDER.search(flat):
+        return "a placeholder"
+    if re.search(r"[?？]\s*[\"'”’)]*\s*$", flat):
+        return "a question"
+    if _QUOTED.match(flat):
+        return "a quotation held up as an example"
+    bare = _CODE_SPAN.sub("CODE", flat)
+    if bare.count("`") % 2 or bare.count("(") > bare.count(")") or bare.count("[") > bare.count("]"):
+        return "cut off (an open bracket or backtick)"
+    if has_cjk(flat):
+        return None
+    said = [w for w in words(flat) if w[0].isalnum()]
+    if said and said[-1] in _OPEN_END and not flat.rstrip().endswith((".", "!")):
+        return f"cut off (it ends on {said[-1]!r})"
+    return None
+
+
+def has_finite_verb(text: str) -> bool:
+    """Does the sentence have a subject and a finite verb after it? (English, by form: an auxiliary
+    or modal, a pronoun's verb, or an -ed/-s form after a word that can end a subject.)"""
+    said = words(text)
+    for i, word in enumerate(said):
+        if i == 0:
+            continue
+        before = said[i - 1]
+        if word.isalpha() and before in _ADVERBS and i >= 2:
+            before = said[i - 2]  # "the schema still needs", "it also returns"
+        if word in _FINITE:
+            return True
+        if not word.isalpha() or len(word) < 3:
+            continue
+        if before in _PRONOUNS and before not in ("this", "that", "these", "those", "there"):
+            return True  # "we use", "it works", "you see"
+        if before in _NOT_A_SUBJECT or not before[0].isalpha():
+            continue
+        if word.endswith("ed") or (word.endswith("s") and not word.endswith(("ss", "us", "is"))):
+            return True  # "the key ignored", "the function returns", "CODE returns"
+    return False
+
+
+def fact_flaw(text: str) -> str | None:
+    """Why `text` cannot stand as a fact, or None when it is a whole statement."""
+    why = fragment(text)
+    if why is not None:
+        return why
+    if has_cjk(text):
+        return None
+    if len([w for w in words(text) if w.isalpha()]) < 3:
+        return "too short to state anything"
+    if not has_finite_verb(text):
+        return "no subject and finite verb: a phrase, not a statement"
+    return None
+
+
+def step_flaw(text: str) -> str | None:
+    """Why `text` is no step of work left to do, or None when it asks for work."""
+    why = fragment(text)
+    if why is not None:
+        return why
+    if has_cjk(text):
+        return None
+    said = [w for w in words(text) if w[0].isalnum()]
+    if not said:
+        return "no words"
+    first = said[0]
+    if first in _NO_WORK:
+        return "a report of what was done, or no work at all"
+    if first in _WORK_VERBS or (first[:2] in ("re", "un", "de") and first[2:] in _WORK_VERBS):
+        return None
+    if first.isalpha() and not first.endswith(("ed", "ing")) and len(said) > 1 and said[1] in _OBJECT_START:
+        return None
+    if _STILL_TO_DO.search(_CODE_SPAN.sub("CODE", text)) and has_finite_verb(text):
+        return None
+    return "neither an imperative nor a sentence saying what is still to do"
