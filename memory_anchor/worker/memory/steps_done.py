@@ -204,8 +204,7 @@ class StepsDoneByCommits:
         if reopened:
             with self.db.transaction() as conn:
                 for item in reopened:
-                    conn.execute("UPDATE open_items SET closed_at = NULL, closed_by = NULL, closed_because = NULL "
-                                 "WHERE id = ? AND closed_by = ?", (item["id"], item["closed_by"]))  # fmt: skip
+                    store_steps.reopen_step(conn, item["id"], closed_by=item["closed_by"])
         closed = self.find(project, repo)
         if closed:
             with self.db.transaction() as conn:
@@ -216,9 +215,7 @@ class StepsDoneByCommits:
 
     def undone(self, project: str, repo: Repo, limit: int = 200) -> list[dict[str, Any]]:
         """The steps a commit closed that a later commit on HEAD reverted: open again (nothing written)."""
-        items = [dict(r) for r in self.db.reader().execute(
-            "SELECT id, text, closed_at, closed_by FROM open_items WHERE project = ? AND closed_by LIKE ? "
-            "ORDER BY closed_at DESC LIMIT ?", (project, COMMIT_PREFIX + "%", limit)).fetchall()]  # fmt: skip
+        items = [dict(r) for r in store_steps.closed_by_prefix(self.db.reader(), project, COMMIT_PREFIX, limit)]
         if not items:
             return []
         reverted = [c.reverts for c in commits_since(repo, min(i["closed_at"] for i in items) - 1) if c.reverts]

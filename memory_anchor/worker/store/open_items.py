@@ -67,9 +67,16 @@ def step(conn: Any, number: int) -> Any:
 
 
 def closed_by_prefix(conn: Any, project: str, prefix: str, limit: int) -> list[Any]:
-    """(text, closed_by) of the project's steps closed by a closer whose name starts with `prefix`, last closed first."""
-    return conn.execute("SELECT text, closed_by FROM open_items WHERE project = ? AND closed_by LIKE ? "
+    """(id, text, closed_at, closed_by) of the project's steps closed by a closer whose name starts with
+    `prefix`, last closed first."""
+    return conn.execute("SELECT id, text, closed_at, closed_by FROM open_items WHERE project = ? AND closed_by LIKE ? "
                         "ORDER BY closed_at DESC LIMIT ?", (project, prefix + "%", limit)).fetchall()  # fmt: skip
+
+
+def reopen_step(conn: Any, step_id: int, *, closed_by: str) -> None:
+    """Open a step again, if `closed_by` is still what closed it (a reverted commit)."""
+    conn.execute("UPDATE open_items SET closed_at = NULL, closed_by = NULL, closed_because = NULL "
+                 "WHERE id = ? AND closed_by = ?", (step_id, closed_by))  # fmt: skip
 
 
 def projects_with_open_steps(conn: Any) -> list[str]:
