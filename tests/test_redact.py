@@ -328,3 +328,11 @@ def test_random_forty_character_keys_are_judged_keys() -> None:
     keys = ["".join(rng.choice(alphabet) for _ in range(40)) for _ in range(1000)]
     missed = [k for k in keys if k in redact_text(f"key {k} end")]
     assert len(missed) <= 20, missed[:5]  # the class and entropy limits let a few per cent through at most
+
+
+def test_files_named_after_a_secret_key_are_not_its_value():
+    """A search summary names the files a key is read in: the door redacts every stored text again,
+    and a path is not the key's value (a password with a slash still is)."""
+    found = "2 files match 'STRIPE_SECRET_KEY': app/payments.py, config/settings.py"
+    assert redact_text(found) == found
+    assert "hunter2" not in redact_text("DB_PASSWORD=hunter2/x.y")

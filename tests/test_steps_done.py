@@ -156,12 +156,15 @@ def test_a_commit_naming_the_effect_closes_the_step_and_reverting_it_reopens_it(
     did = repo.commit("Stop logins failing on flaky networks", files={
         "src/api/client.py": "def fetch_user(id, retries=3):\n    return get(id, retries=retries)\n"})  # fmt: skip
     assert "fetch_user" not in open_steps() and "CART_TTL" in open_steps()
-    [closed] = worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]
+    # The briefing only shows it; the git watch records the close, and the reopening after a revert.
+    closed_steps = lambda: worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]  # noqa: E731
+    wait_for(closed_steps, timeout=30, what="the step closed")
+    [closed] = closed_steps()
     assert closed["closed_by_commit"]["commit"] == did
 
     repo.git("revert", "--no-edit", "HEAD", at=repo.clock + 30)
+    wait_for(lambda: closed_steps() == [], timeout=30, what="the step reopened")
     assert "add a retry to fetch_user in src/api/client.py" in open_steps()
-    assert worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"] == []
 
 
 def test_outside_git_the_steps_stay_open_and_the_briefing_is_built(worker, tmp_path):

@@ -441,6 +441,9 @@ _NOT_ASSIGNED_SECRET = re.compile(
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # api_key=self.api_key
     r"|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)*"  # token = access_token, TOKEN = CHAR ^ CTL
     r"|[A-Za-z_]\w*[\[(].*"  # TOKEN: Final[str] = ..., api_key = get_key()
+    # files matching 'SECRET_KEY': app/payments.py, a path to a source or config file
+    r"|/?(?:[\w.-]+/)+[\w-]{2,}\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|json|toml|ya?ml|md|txt|rb|go|rs|java|kts?|c|h|cc|cpp|hpp"
+    r"|cs|php|sh|env|ini|cfg|conf|html?|css|scss|sql|xml|lock|swift|ex|exs|vue|svelte|properties|gradle|tf)"
     r"|(?i:[\w.-]{0,40}" + _SECRET_WORDS + r")"  # password=password
 )
 
