@@ -332,7 +332,6 @@ def test_a_project_with_history_is_offered_its_import_until_it_is_imported(machi
     """A user installs the plugin in a project Claude Code has history for: the first session's briefing
     says in one line that the earlier session can be imported, and how; `memory-anchor import-history`
     run in the project imports it, and the next session says nothing of it."""
-    import shutil
     import subprocess
 
     from memory_anchor.worker.capture.history import project_slug
@@ -341,7 +340,10 @@ def test_a_project_with_history_is_offered_its_import_until_it_is_imported(machi
     folder = machine.home / ".claude" / "projects" / project_slug(str(machine.project))
     folder.mkdir(parents=True)
     earlier = next((root / "tests" / "fixtures" / "transcripts" / "2.1.197").glob("*.jsonl"))
-    shutil.copy(earlier, folder / earlier.name)  # a session from before the plugin, by the real CLI
+    # A session from before the plugin, by the real CLI, in this project (it was recorded in another folder).
+    lines = [json.loads(line) for line in earlier.read_text().splitlines() if line.strip()]
+    (folder / earlier.name).write_text("".join(json.dumps({**line, "cwd": str(machine.project)} if "cwd" in line else line) + "\n"
+                                               for line in lines))  # fmt: skip
 
     since = len(fake_api.messages())
     machine.run(RUN_MARKER)
