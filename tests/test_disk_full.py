@@ -81,8 +81,14 @@ def test_a_full_disk_gives_507_storage_full_and_loses_nothing(small_fs: Path):
                 raise AssertionError((status, body))
         assert answers[-1] == 507, answers[-5:]
 
-        # The API's writes answer the same way.
-        status, body = worker.request("POST", "/api/v1/memories", {"content": "m " + "y" * 50_000, "infer": False})
+        # The API's writes answer the same way once what the freed reserve made room for is used: an add
+        # is acknowledged only when it is committed, so one that fitted is kept (checked below).
+        added = []
+        for n in range(50):
+            status, body = worker.request("POST", "/api/v1/memories", {"content": f"m{n} " + "y" * 50_000, "infer": False})
+            if status != 200:
+                break
+            added.extend(r["id"] for r in body["results"])
         assert (status, body["error"]["code"]) == (507, "storage_full"), (body, worker_log_tail(data_dir))
         # The log says what happened (the reserve the worker freed made room for the line).
         log_text = (data_dir / "logs" / "worker.log").read_text()
@@ -111,9 +117,11 @@ def test_a_full_disk_gives_507_storage_full_and_loses_nothing(small_fs: Path):
     # Every acknowledged event is in the inbox, and so is what the hook spooled.
     db = sqlite3.connect(data_dir / "memory.sqlite3")
     stored = {row[0] for row in db.execute("SELECT id FROM inbox")}
+    memories = {row[0] for row in db.execute("SELECT id FROM records WHERE kind = 'memory'")}
     tool_uses = {row[0] for row in db.execute("SELECT json_extract(payload, '$.tool_use_id') FROM inbox")}
     db.close()
     assert set(acknowledged) <= stored
+    assert set(added) <= memories  # every add acknowledged while the disk was full
     assert set(spooled) <= tool_uses  # spooled when there was room for it, then ingested
 
 
