@@ -1,6 +1,6 @@
 """L3 verified_fact: long-lived, de-contextualised facts with a confidence.
 
-Tiers on write (seed 002 §2 L3):
+Tiers on write (what memory is sure of is briefed; what it is less sure of waits, or is said once):
 - confidence >= 0.9: stored `active`;
 - 0.7 <= confidence < 0.9: stored `pending` and queued for a human's approval
   (approving makes it active with confidence raised to at least 0.9);
@@ -153,7 +153,7 @@ class FactStore:
         self.approvals = approvals
         self._redact = redact or (lambda text: text)
         self.forgotten = forgotten or Forgotten(db)
-        # memory_anchor/worker/codebase's Codebase: the files a fact names, kept with it (issue 27); None: not kept.
+        # memory_anchor/worker/codebase's Codebase: the files a fact names, kept with it; None: not kept.
         self.codebase = codebase
 
     def _code_data(self, conn, *, project: str | None, session_id: str | None, text: str) -> dict[str, Any]:
@@ -331,7 +331,7 @@ class FactStore:
                 changes["confidence"] = stale.get("confidence_before", current["confidence"])
             return decorate(Records.update(conn, fact_id, branch=branch, actor=actor, reason="VERIFY", **changes))
 
-    # --- the code a fact names (issue 27) --------------------------------------------------------
+    # --- the code a fact names ---------------------------------------------------------------
 
     def reconcile_with_code(self, facts: list[dict[str, Any]], freshness: dict[str, Any], *,
                             branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
