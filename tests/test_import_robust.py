@@ -113,15 +113,18 @@ def test_a_session_whose_cwd_is_not_an_absolute_clean_path_is_refused(worker, tm
     folder = tmp_path / "history"
     transcript(folder, "relative-cwd", "relative/dir")
     transcript(folder, "climbing-cwd", str(tmp_path / "a" / ".." / ".." / ".." / "etc"))
+    transcript(folder, "drive-relative-cwd", "C:projects\\shop")
     transcript(folder, "clean-cwd", str(tmp_path / "proj"))
+    # Claude Code on Windows writes its own paths: a history made there is read here as it is.
+    transcript(folder, "windows-cwd", "X:\\03_ACG\\Odoo_Docs")
     done = cli(worker, "--json", "import-history", str(folder))
     assert done.returncode == 0, done.stderr
     why = {Path(name).stem: reason for name, reason in json.loads(done.stdout)["failed"]}
-    assert set(why) == {"relative-cwd", "climbing-cwd"}, why
+    assert set(why) == {"relative-cwd", "climbing-cwd", "drive-relative-cwd"}, why
     assert all("not an absolute, normalised path" in reason for reason in why.values()), why
     worker.wait_idle()
     projects = {s["project"] for s in worker.get("/api/v1/sessions?limit=50")["results"]}
-    assert projects == {str(tmp_path / "proj")}
+    assert projects == {str(tmp_path / "proj"), "X:\\03_ACG\\Odoo_Docs"}
 
 
 def test_without_a_path_sessions_of_another_project_are_left_out(worker, tmp_path):

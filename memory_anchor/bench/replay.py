@@ -170,7 +170,7 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
                        import_seconds=report.indexed_seconds, processed_seconds=report.processed_seconds,
                        sent_seconds=report.sent_seconds, **worker_process(run.data_dir))  # fmt: skip
         last_session = _last_session_in_a_project(run, files)
-        cwd, project = last_session.get("cwd") or str(run.work), last_session["project"]
+        cwd, project = last_session.get("cwd") or str(run.work), last_session.get("project") or ""
         briefing = run.context_at(cwd, via)
         parts = sections(briefing)
         facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}

@@ -4,7 +4,9 @@ them more than the rest of their imports, so they are not used or imported lazil
 
 from __future__ import annotations
 
+import ntpath
 import os
+import posixpath
 
 from memory_anchor.core.safe_read import read_text
 
@@ -24,6 +26,23 @@ BY_PATH = "path"
 BY_REMOTE = "remote"
 
 
+def _windows_path(path: str) -> bool:
+    drive, rest = ntpath.splitdrive(path)
+    return bool(drive) and rest.startswith(("\\", "/"))
+
+
+def is_clean_path(path: str) -> bool:
+    """Absolute and normalised: no `..`, `.` or doubled separators (a trailing one allowed), as a
+    working directory from a transcript must be to name a project. A Windows path (`C:\\Users\\x`,
+    `\\\\server\\share`) is one too: transcripts made on Windows are read on any machine."""
+    if posixpath.isabs(path):
+        return posixpath.normpath(path) in (path, path.rstrip("/"))
+    if not _windows_path(path):  # "C:relative" is relative to that drive's directory
+        return False
+    native = path.replace("/", "\\")
+    return ntpath.normpath(native) in (native, native.rstrip("\\"))
+
+
 def project_for_cwd(cwd: str | None, naming: str = BY_PATH) -> str:
     """The project `cwd` belongs to: its git root (a `.git` dir or file above it), else `cwd`
     itself, else ''. With `naming` BY_REMOTE, a git root with an `origin` remote is named by it."""
@@ -37,6 +56,8 @@ def _root_for_cwd(cwd: str | None) -> str:
     if not cwd:
         return ""
     path = os.path.expanduser(os.fspath(cwd))  # a list or a number is a TypeError: such an event is quarantined
+    if not os.path.isabs(path) and _windows_path(path):  # another machine's: its path names it, nothing here to look at
+        return path.rstrip("\\/") or path
     try:
         path = os.path.realpath(path)
         candidate = path

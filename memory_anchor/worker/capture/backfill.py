@@ -13,8 +13,8 @@ stored twice (a hook's event ids are its own), and it may still be running.
 
 from __future__ import annotations
 
-import os
 
+from memory_anchor.core.projects import is_clean_path
 from memory_anchor.schemas.events import EventRefused, accepted_event
 from memory_anchor.schemas.history import HistoryImported, HistoryImportRequest, RefusedEvent
 from memory_anchor.schemas.settings import Settings
@@ -71,6 +71,6 @@ def _check_cwd(payload: dict) -> None:
     cwd = payload.get("cwd")
     if cwd is None:
         return
-    if not os.path.isabs(cwd) or os.path.normpath(cwd) not in (cwd, cwd.rstrip("/")):
+    if not is_clean_path(cwd):
         raise EventRefused(f"{payload.get('hook_event_name')} event refused: cwd {cwd[:200]!r} is not an absolute, "
                            "normalised path")  # fmt: skip

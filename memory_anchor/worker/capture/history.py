@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from memory_anchor.core.projects import is_clean_path
 from memory_anchor.core.safe_read import open_file
 from memory_anchor.worker.capture.transcript import ToolUse, TranscriptError, Turn, parse_line, read_transcript
 
@@ -209,11 +210,6 @@ def _keyed(events: list[HistoryEvent], source: int) -> list[tuple[float, int, in
         at = event.at if event.at is not None else at
         keyed.append((at, source, position, event))
     return keyed
-
-
-def is_clean_path(path: str) -> bool:
-    """Absolute and normalised: no `..`, `.` or doubled separators (a trailing one allowed)."""
-    return os.path.isabs(path) and os.path.normpath(path) in (path, path.rstrip("/"))
 
 
 def subagent_files(path: Path, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
