@@ -43,7 +43,7 @@ from memory_anchor.worker.store.purge import (
     purge_record_text,
     purge_step_text,
 )
-from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, ids_between, resolve_view
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, ids_with_prefix, resolve_view
 
 EDITABLE = ("active", "pending", "disputed")
 
@@ -100,12 +100,7 @@ class Corrections:
             raise RecordError(f"{ref!r} is not a fact id: give the characters the briefing shows (`fact 1a2b3c4d`)",
                               code="invalid_id")  # fmt: skip
         view = resolve_view(conn, branch)
-        # A range on the id (records_by_id) rather than LIKE, which neither engine serves from
-        # the index here; hyphens stripped from the end, which some collations sort apart.
-        low = prefix.rstrip("-")
-        high = low[:-1] + chr(ord(low[-1]) + 1)
-        ids = ids_between(conn, low, high)
-        found = [r for r in (Records.get(conn, i, view) for i in ids if i.startswith(prefix)) if r is not None]
+        found = [r for r in (Records.get(conn, i, view) for i in ids_with_prefix(conn, prefix)) if r is not None]
         if project is not None:
             found = [r for r in found if r["project"] == project]
         if any(r["kind"] == "identity" for r in found):

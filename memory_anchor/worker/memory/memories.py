@@ -13,7 +13,7 @@ from memory_anchor.schemas.memories import AddMemoryRequest, SearchRequest, Upda
 from memory_anchor.worker.store import filters as filter_language
 from memory_anchor.worker.store.dialect import dialect_of
 from memory_anchor.worker.store.filters import Filter
-from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, parse_time, resolve_view
+from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Records, ids_with_prefix, parse_time, resolve_view
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id", "session_id", "project")
 LIST_LIMIT_MAX = 1000
@@ -149,7 +149,7 @@ class MemoryService:
         them) when they name exactly one record. Two or more: a 409 that lists them."""
         if len(memory_id) >= 36 or len(memory_id) < 4:
             return memory_id
-        ids = Records.ids_starting_with(conn, memory_id)
+        ids = ids_with_prefix(conn, memory_id, limit=11)  # enough to say it names more than one
         if len(ids) > 1:
             raise RecordError(f"{memory_id} names {len(ids)} memories ({', '.join(ids[:5])}): give more of the id",
                               code="ambiguous_id", status=409)  # fmt: skip

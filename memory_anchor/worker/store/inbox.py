@@ -39,17 +39,6 @@ def mark_done(conn: Any, event_id: int) -> None:
     )
 
 
-def retry_later(conn: Any, event_id: int, error: str, next_attempt: float, attempts: int | None = None) -> None:
-    """Leave the event pending until `next_attempt`, with its error (and its count of tries, when given)."""
-    if attempts is None:
-        conn.execute("UPDATE inbox SET next_attempt = ?, error = ? WHERE id = ?", (next_attempt, error[:ERROR_CHARS], event_id))
-    else:
-        conn.execute(
-            "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ? WHERE id = ?",
-            (attempts, error[:ERROR_CHARS], next_attempt, event_id),
-        )
-
-
 def sessions_in(conn: Any, session_ids: list[str], *, hooks_only: bool) -> set[str]:
     """Those of these sessions the inbox holds an event of (`hooks_only`: one not imported from history)."""
     condition = " AND origin IS NULL" if hooks_only else ""

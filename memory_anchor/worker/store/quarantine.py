@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from memory_anchor.worker.store.db import Database
+from memory_anchor.worker.store.inbox import ERROR_CHARS
 from memory_anchor.worker.store.records import NotFound
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class Tries:
         """A try that raised: counted, and the next one after a backoff."""
         conn.execute(
             "UPDATE inbox SET attempts = ?, error = ?, next_attempt = ?, claimed_by = NULL WHERE id = ?",
-            (attempts, error[:2000], time.time() + backoff(attempts), event_id),
+            (attempts, error[:ERROR_CHARS], time.time() + backoff(attempts), event_id),
         )
 
     @staticmethod
@@ -75,7 +76,7 @@ class Tries:
         """A try put off (Claude unavailable): not counted, the next one after `delay`."""
         conn.execute(
             "UPDATE inbox SET next_attempt = ?, error = ?, claimed_by = NULL WHERE id = ?",
-            (time.time() + delay, error[:2000], event_id),
+            (time.time() + delay, error[:ERROR_CHARS], event_id),
         )
 
     def interrupted(self) -> tuple[int, int]:
@@ -113,11 +114,11 @@ class Quarantine:
     @staticmethod
     def park_event(conn: sqlite3.Connection, inbox_id: int, event: str, session_id: str | None, error: str, attempts: int) -> None:
         conn.execute("UPDATE inbox SET status = 'quarantined', attempts = ?, error = ?, claimed_by = NULL WHERE id = ?",
-                     (attempts, error[:2000], inbox_id))  # fmt: skip
+                     (attempts, error[:ERROR_CHARS], inbox_id))  # fmt: skip
         conn.execute(
             """INSERT INTO quarantine(stage, inbox_id, event, session_id, error, attempts, quarantined_at)
                VALUES ('capture', ?, ?, ?, ?, ?, ?)""",
-            (inbox_id, event, session_id, error[:2000], attempts, time.time()),
+            (inbox_id, event, session_id, error[:ERROR_CHARS], attempts, time.time()),
         )
         log.error(
             "QUARANTINED inbox event %d (%s, session %s) after %d failed attempts: %s. Later events go on; "
@@ -133,7 +134,7 @@ class Quarantine:
             conn.execute(
                 """INSERT OR REPLACE INTO quarantine(stage, record_seq, event, session_id, error, attempts, quarantined_at)
                    VALUES ('index', ?, ?, ?, ?, ?, ?)""",
-                (seq, row[0] if row else None, row[1] if row else None, error[:2000], attempts, time.time()),
+                (seq, row[0] if row else None, row[1] if row else None, error[:ERROR_CHARS], attempts, time.time()),
             )
         log.error(
             "QUARANTINED record version %d (not embedded) after %d failed attempts: %s. Indexing goes on; "

@@ -446,19 +446,6 @@ class Records:
         return row_to_dict(row)
 
     @staticmethod
-    def ids_starting_with(conn: sqlite3.Connection, prefix: str, limit: int = 10) -> list[str]:
-        """The ids that start with `prefix` (the 8 characters the briefing and `search` print).
-
-        A range on the id rather than LIKE, which neither engine serves from the index; hyphens
-        stripped from the end, which some collations sort apart."""
-        low = prefix.strip().lower().rstrip("-")
-        if not low:
-            return []
-        high = low[:-1] + chr(ord(low[-1]) + 1)
-        rows = conn.execute("SELECT DISTINCT id FROM records WHERE id >= ? AND id < ? LIMIT ?", (low, high, limit + 1))
-        return [r[0] for r in rows if r[0].startswith(prefix.strip().lower())]
-
-    @staticmethod
     def history(conn: sqlite3.Connection, record_id: str, view: View) -> list[dict[str, Any]]:
         """Every version of `record_id` this view can see, oldest first (tombstones included)."""
         where, params = view.sql("", dialect_of(conn))
@@ -677,9 +664,19 @@ def ids_written_on(conn: sqlite3.Connection, branch: str, after: int, upto: int 
     return [row[0] for row in conn.execute(sql, params)]
 
 
-def ids_between(conn: sqlite3.Connection, low: str, high: str) -> list[str]:
-    """The record ids in [low, high): those an id prefix may name."""
-    return [r[0] for r in conn.execute("SELECT DISTINCT id FROM records WHERE id >= ? AND id < ?", (low, high))]
+def ids_with_prefix(conn: sqlite3.Connection, prefix: str, limit: int | None = None) -> list[str]:
+    """The record ids that start with `prefix` (the 8 characters the briefing and `search` print).
+
+    A range on the id (records_by_id) rather than LIKE, which neither engine serves from the index;
+    hyphens stripped from the end, which some collations sort apart."""
+    prefix = prefix.strip().lower()
+    low = prefix.rstrip("-")
+    if not low:
+        return []
+    high = low[:-1] + chr(ord(low[-1]) + 1)
+    sql = "SELECT DISTINCT id FROM records WHERE id >= ? AND id < ?" + (" LIMIT ?" if limit is not None else "")
+    rows = conn.execute(sql, (low, high) if limit is None else (low, high, limit))
+    return [r[0] for r in rows if r[0].startswith(prefix)]
 
 
 def first_written(conn: sqlite3.Connection, ids: list[str]) -> dict[str, float]:
