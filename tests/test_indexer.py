@@ -13,7 +13,7 @@ import pytest
 
 from memory_anchor.core import paths
 from memory_anchor.worker.index.embeddings import Embedder
-from memory_anchor.worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, Indexer, embedding_text
+from memory_anchor.worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, REPLY_MAX_TOKENS, Indexer, embedding_text
 from memory_anchor.worker.index.vectors import Vectors
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.records import Records
@@ -132,3 +132,26 @@ def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embe
     indexer.stop()
     indexer.index_soon([observation(db, "Ran `late`", "after stop", "s1")["seq"]])  # stopped: left to the drain
     assert indexer.pending_count() == 1 and indexer.drain() == 1
+
+
+def test_a_reply_passage_is_embedded_by_its_opening_words_without_markdown(store, embedder):
+    """Claude writes Markdown: its table rules, pipes and emphasis are tokens that say nothing to the
+    model. A reply passage is embedded by the first REPLY_MAX_TOKENS tokens of its plain words; every
+    word of it stays in the keyword index."""
+    db, vectors, indexer = store
+    passage = (
+        "**Root cause:** the plugin called `http://localhost:8081` from the iPad, where *localhost* is the iPad itself.\n\n"
+        "| Option | Result |\n|--------|--------|\n| localhost | refused |\n| tailscale IP | works |\n\n"
+        + " ".join(f"Then the backend answered request number {n} from the plugin." for n in range(12))
+    )
+    with db.transaction() as conn:
+        reply = Records.put(conn, "transcript", passage, type="reply", project=PROJECT, session_id="s1")
+    assert indexer.drain() == 1
+    (embedded,) = embedder.texts
+    assert embedded.startswith("Root cause: the plugin called http://localhost:8081 from the iPad, where localhost is")
+    assert not set("*`|") & set(embedded) and "----" not in embedded
+    assert "tailscale IP works" in embedded  # a table's cells are words like any other
+    assert len(embedder._tokenizer.encode(embedded, add_special_tokens=False).ids) <= REPLY_MAX_TOKENS
+    with db.reader() as conn:
+        found = conn.execute("SELECT rowid FROM records_fts WHERE records_fts MATCH 'answered'").fetchall()
+    assert [row[0] for row in found] == [reply["seq"]]  # the words past the cut are found by keyword

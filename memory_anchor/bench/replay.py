@@ -93,6 +93,13 @@ def section(parts: dict[str, list[str]], starts: str) -> list[str]:
     return next((lines for title, lines in parts.items() if title.startswith(starts)), [])
 
 
+def names_a_subject(title: str) -> bool:
+    """A probe's title a question can be asked about: words a person wrote, three or more. A session
+    that opens with a slash command, Claude Code's own text or "yes" / "continue" has a title no
+    question can point at, whatever memory holds."""
+    return not any(marker in title for marker in CLAUDE_CODE_TEXT) and len(re.findall(r"\w+", title)) >= 3
+
+
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9_]{3,}", text.lower())}
 
@@ -197,7 +204,8 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         by_id = {_session_id(f): f for f in files}
         figures["probes"] = [{"title": p.title, "files": p.files, "recall": names_a_file(r, p.files),
                               "search": names_a_file(s, p.files), "search_answer": s[:600],
-                              "written": bool(set(p.files) & written_files(by_id[p.session_id]))}
+                              "written": bool(set(p.files) & written_files(by_id[p.session_id])),
+                              "subject": names_a_subject(p.title)}
                              for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
         figures["qa"] = qa.measure(qa.read_questions(folder), lambda q: run.recall_at(cwd, q, via),
                                    lambda q: run.client.post("/api/v1/memories/search", {"query": q, "top_k": 10,
@@ -211,6 +219,9 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
     written = [r for r in rows if r["written"]]
     figures["written"] = {"sessions": len(written), "recall": sum(r["recall"] for r in written),
                           "search": sum(r["search"] for r in written)}  # fmt: skip
+    subject = [r for r in rows if r.get("subject")]
+    figures["subject"] = {"sessions": len(subject), "recall": sum(r["recall"] for r in subject),
+                          "search": sum(r["search"] for r in subject)}  # fmt: skip
     return figures
 
 
@@ -342,6 +353,10 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
     written = figures["written"]
     print(f"  of the {written['sessions']} whose transcript says a file of their patch was written (what memory "
           f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
+    subject = figures.get("subject")
+    if subject:
+        print(f"  of the {subject['sessions']} whose title names a subject (three words or more a person wrote, not a "
+              f"slash command or Claude Code's text): recall {subject['recall']}, search {subject['search']}")  # fmt: skip
     for row in rows:
         which = " and ".join(name for name in ("recall", "search") if not row[name])
         if which:

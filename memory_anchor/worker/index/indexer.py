@@ -18,6 +18,7 @@ batch is embedded again on restart (vector writes are idempotent upserts).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -50,6 +51,16 @@ EMBED_MAX_CHARS = 512
 # a quarter fewer tokens, with search and recall as good (docs/benchmarks.md, import speed).
 # Vectors made before from the whole summary stay valid: the same model, a little more text.
 OBSERVATION_MAX_TOKENS = 32
+# Claude's prose (reply passages, session summaries) is read by its words, not its Markdown: table
+# rules, pipes, emphasis and heading marks are a sixth of its tokens and say nothing to the model.
+# A reply passage is then embedded by its first REPLY_MAX_TOKENS tokens: its opening says what it
+# is about, keyword search covers the rest. On brain's import the replies were 60 % of the tokens
+# embedded (946 passages, 120 tokens on average); at 64 tokens of plain words, search and recall
+# answered as many questions (docs/benchmarks.md, import speed).
+REPLY_MAX_TOKENS = 64
+_WRITTEN_IN_MARKDOWN = frozenset({"transcript", "summary"})
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$", re.MULTILINE)
+_MARKUP = re.compile(r"[*_`#>|]+|-{2,}|={2,}")
 RECENT_TEXTS = 4096  # texts whose vectors are kept for reuse (1.5 KB each)
 BULK = 32  # records indexed by one API write after which the heap is trimmed
 # What one pass of the add thread takes: the adds that came in while the last pass ran. A Chroma
@@ -79,19 +90,32 @@ def embedding_text(record: dict[str, Any]) -> str:
         if title or summary:
             return _in_project(f"{title}\n{summary}".strip(), record)[:EMBED_MAX_CHARS]
     text = record.get("text") or ""
+    if record.get("kind") in _WRITTEN_IN_MARKDOWN:
+        text = plain_words(text[: EMBED_MAX_CHARS * 3])
     if title and title.lower() not in text.lower():
         text = f"{title}\n{text}"
     return _in_project(text[: EMBED_MAX_CHARS * 2], record)[:EMBED_MAX_CHARS]
 
 
+def plain_words(markdown: str) -> str:
+    """Markdown's words without its markup (table rules, pipes, emphasis, heading and quote marks)."""
+    text = _MARKUP.sub(" ", _TABLE_RULE.sub("", markdown))
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+# Kinds embedded by the head of their text only: how many tokens of it.
+HEAD_TOKENS = {"observation": OBSERVATION_MAX_TOKENS, "transcript": REPLY_MAX_TOKENS}
+
+
 def embedding_texts(records: list[dict[str, Any]], embedder: Embedder) -> list[str]:
-    """What these records are embedded as: `embedding_text`, an observation's cut to its first
-    OBSERVATION_MAX_TOKENS tokens."""
+    """What these records are embedded as: `embedding_text`, cut to its first HEAD_TOKENS
+    tokens for the kinds listed there."""
     texts = [embedding_text(record) for record in records]
-    observations = [n for n, record in enumerate(records) if record.get("kind") == "observation"]
-    if observations:
-        for n, head in zip(observations, embedder.heads([texts[n] for n in observations], OBSERVATION_MAX_TOKENS)):
-            texts[n] = head
+    for kind, max_tokens in HEAD_TOKENS.items():
+        cut = [n for n, record in enumerate(records) if record.get("kind") == kind]
+        if cut:
+            for n, head in zip(cut, embedder.heads([texts[n] for n in cut], max_tokens)):
+                texts[n] = head
     return texts
 
 
