@@ -44,6 +44,19 @@ def transcript(folder: Path, session: str, cwd: str, turns: int = 2, start: int 
     return path
 
 
+def edits(session: str, cwd: str, path: Path, files: list[str]) -> None:
+    """Append an Edit of each file to a session's transcript, with its result, as Claude Code writes them."""
+    with open(path, "a") as handle:
+        for n, name in enumerate(files, start=40):
+            call = {"type": "tool_use", "id": f"toolu_{session}_{n}", "name": "Edit",
+                    "input": {"file_path": name, "old_string": "a = 1", "new_string": "a = 2"}}  # fmt: skip
+            result = {"type": "tool_result", "tool_use_id": call["id"], "content": "The file has been updated."}
+            for kind, content in (("assistant", [call]), ("user", [result])):
+                entry = json.loads(line(kind, session, cwd, n, ""))
+                entry["message"]["content"] = content
+                handle.write(json.dumps(entry) + "\n")
+
+
 def cli(worker, *args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "MEMORY_ANCHOR_", "ANTHROPIC_"))}
     base.update(MEMORY_ANCHOR_DATA_DIR=str(worker.data_dir), PYTHONPATH=str(ROOT), **(env or {}))
@@ -116,7 +129,8 @@ def test_a_session_whose_cwd_is_not_an_absolute_clean_path_is_refused(worker, tm
     transcript(folder, "drive-relative-cwd", "C:projects\\shop")
     transcript(folder, "clean-cwd", str(tmp_path / "proj"))
     # Claude Code on Windows writes its own paths: a history made there is read here as it is.
-    transcript(folder, "windows-cwd", "X:\\03_ACG\\Odoo_Docs")
+    windows = transcript(folder, "windows-cwd", "X:\\03_ACG\\Odoo_Docs")
+    edits("windows-cwd", "X:\\03_ACG\\Odoo_Docs", windows, ["X:\\03_ACG\\Custom_Addons\\crm\\views.xml", "notes\\plan.md"])
     done = cli(worker, "--json", "import-history", str(folder))
     assert done.returncode == 0, done.stderr
     why = {Path(name).stem: reason for name, reason in json.loads(done.stdout)["failed"]}
@@ -125,6 +139,10 @@ def test_a_session_whose_cwd_is_not_an_absolute_clean_path_is_refused(worker, tm
     worker.wait_idle()
     projects = {s["project"] for s in worker.get("/api/v1/sessions?limit=50")["results"]}
     assert projects == {str(tmp_path / "proj"), "X:\\03_ACG\\Odoo_Docs"}
+    # Its file paths too: a drive path is absolute there, a relative one is joined the Windows way.
+    edited = " ".join(o["memory"] for o in worker.get("/api/v1/observations?session_id=windows-cwd&limit=50")["results"])
+    assert "X:\\03_ACG\\Custom_Addons\\crm\\views.xml" in edited and "Odoo_Docs/X:" not in edited, edited
+    assert "X:\\03_ACG\\Odoo_Docs\\notes\\plan.md" in edited, edited
 
 
 def test_without_a_path_sessions_of_another_project_are_left_out(worker, tmp_path):

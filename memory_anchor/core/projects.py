@@ -43,6 +43,18 @@ def is_clean_path(path: str) -> bool:
     return ntpath.normpath(native) in (native, native.rstrip("\\"))
 
 
+def is_absolute(path: str) -> bool:
+    """Absolute on the machine that wrote it: POSIX, or a Windows drive or UNC path."""
+    return posixpath.isabs(path) or _windows_path(path)
+
+
+def joined(cwd: str, path: str) -> str:
+    """`path` as seen from `cwd`, joined the way the machine that wrote `cwd` joins paths."""
+    if is_absolute(path):
+        return path
+    return ntpath.join(cwd, path) if _windows_path(cwd) else posixpath.join(cwd, path)
+
+
 def project_for_cwd(cwd: str | None, naming: str = BY_PATH) -> str:
     """The project `cwd` belongs to: its git root (a `.git` dir or file above it), else `cwd`
     itself, else ''. With `naming` BY_REMOTE, a git root with an `origin` remote is named by it."""

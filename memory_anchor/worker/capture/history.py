@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from memory_anchor.core.projects import is_clean_path
+from memory_anchor.core.projects import is_clean_path, joined
 from memory_anchor.core.safe_read import open_file
 from memory_anchor.worker.capture.transcript import ToolUse, TranscriptError, Turn, parse_line, read_transcript
 
@@ -317,7 +317,7 @@ class _Session:
         given = {k: tool_input[k] for k in _PATH_KEYS if isinstance(tool_input.get(k), str)}
         if not self.cwd or not given:
             return tool_input
-        return {**tool_input, **{k: os.path.join(self.cwd, v) for k, v in given.items() if v and not os.path.isabs(v)}}
+        return {**tool_input, **{k: joined(self.cwd, v) for k, v in given.items() if v}}
 
     def agent_events(self, path: Path) -> list[HistoryEvent]:
         """A subagent's tool uses, as its hooks report them: the parent session's, with its agent id."""
