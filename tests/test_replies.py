@@ -87,6 +87,7 @@ def test_a_live_stop_remembers_the_turns_replies_redacted_and_searchable(worker,
     replies = [hit for hit in found if hit["kind"] == "transcript"]
     assert replies and replies[0]["type"] == "reply" and "WAL mode" in replies[0]["memory"]
     assert secret not in json.dumps(found) and "REDACTED" in replies[0]["memory"]
+    assert replies[0]["title"] == "Re: why is the cache local?"  # the request it answers, found by its words too
     # The Stop again (a hook's retry, an import of the same turn) adds nothing twice.
     worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
                                    "last_assistant_message": "Done: the cache stays local."}, expect=202)  # fmt: skip

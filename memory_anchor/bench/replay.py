@@ -97,7 +97,8 @@ def names_a_subject(title: str) -> bool:
     """A probe's title a question can be asked about: words a person wrote, three or more. A session
     that opens with a slash command, Claude Code's own text or "yes" / "continue" has a title no
     question can point at, whatever memory holds."""
-    return not any(marker in title for marker in CLAUDE_CODE_TEXT) and len(re.findall(r"\w+", title)) >= 3
+    typed = re.sub(r"<([\w-]+)[^>]*>.*?</\1>", " ", title, flags=re.DOTALL)  # what an editor or a command put around it
+    return not any(marker in typed for marker in CLAUDE_CODE_TEXT) and len(re.findall(r"\w+", typed)) >= 3
 
 
 def _words(text: str) -> set[str]:

@@ -92,6 +92,8 @@ def embedding_text(record: dict[str, Any]) -> str:
     text = record.get("text") or ""
     if record.get("kind") in _WRITTEN_IN_MARKDOWN:
         text = plain_words(text[: EMBED_MAX_CHARS * 3])
+    if record.get("kind") == "transcript":
+        title = ""  # a reply passage's title is the request it answers (found by keyword): its vector is its own words
     if title and title.lower() not in text.lower():
         text = f"{title}\n{text}"
     return _in_project(text[: EMBED_MAX_CHARS * 2], record)[:EMBED_MAX_CHARS]

@@ -18,6 +18,8 @@ from memory_anchor.worker.store.records import Records, resolve_view
 from memory_anchor.worker.store.sessions import end_session, get_session, seen_session, session_branch, start_session
 
 log = logging.getLogger(__name__)
+
+REQUEST_TITLE_CHARS = 160  # of the request a reply passage is titled by: its subject, not a pasted log
 SUMMARY_NAMESPACE = uuid.UUID("6f0b8a1e-3c1d-4b7e-9a52-1d2f3e4a5b6c")
 
 
@@ -133,6 +135,7 @@ class Sessions:
         view = resolve_view(conn, session["branch"])
         earlier, _ = Records.query(conn, view, filters={"session_id": session_id, "kind": "transcript"}, limit=-1)
         said = {" ".join(r["text"].lower().split()) for r in earlier}
+        title = self.turn_request(conn, view, session_id)
         written = []
         for text in replies:
             key = " ".join(text.lower().split())
@@ -142,10 +145,21 @@ class Sessions:
             written.append(Records.put(
                 conn, "transcript", text, branch=session["branch"], actor=session.get("agent_id") or "claude-code",
                 reason="captured", project=session["project"], session_id=session_id, agent_id=session.get("agent_id"),
-                type="reply", title=clip(" ".join(text.split()), 120), happened_at=event.received_at,
+                type="reply", title=title or clip(" ".join(text.split()), 120), happened_at=event.received_at,
                 source_id=f"inbox:{event.id}", data={"speaker": "assistant"},
             ))  # fmt: skip
         return written
+
+    @staticmethod
+    def turn_request(conn, view, session_id: str) -> str:
+        """What the user asked in the turn a Stop ends ("Re: " and its head), or '' when a person did not
+        type it. A reply passage is titled by it: a question is often asked in the words of the request
+        (the error pasted, the feature named) while the answer is in Claude's words; the title is
+        found by keyword search and says what the passage answers."""
+        latest, _ = Records.query(conn, view, filters={"session_id": session_id, "kind": "prompt"}, limit=1)
+        if not latest or not typed_by_person(latest[0]):
+            return ""
+        return "Re: " + clip(" ".join(latest[0]["text"].split()), REQUEST_TITLE_CHARS)
 
     def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
         session_id = event.session_id or "unknown"
