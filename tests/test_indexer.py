@@ -8,12 +8,15 @@ The real model runs here; it is only watched, to count which texts reach it.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from memory_anchor.core import paths
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, REPLY_MAX_TOKENS, Indexer, embedding_text
+from memory_anchor.worker.index.chroma_store import ChromaStore
 from memory_anchor.worker.index.vectors import Vectors
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.records import Records
@@ -120,7 +123,8 @@ def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embe
     seqs = [observation(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"] for n in range(3)]
     indexer.index_soon(seqs)
     indexer.catch_up()
-    assert all(seq in vectors.index for seq in seqs) and indexer.pending_count() == 0
+    assert all(seq in vectors.index for seq in seqs)
+    until(lambda: indexer.pending_count() == 0)  # stored once the burst is over
     assert indexer._recent
     indexer.release_memory()
     db.release_memory()
@@ -132,6 +136,56 @@ def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embe
     indexer.stop()
     indexer.index_soon([observation(db, "Ran `late`", "after stop", "s1")["seq"]])  # stopped: left to the drain
     assert indexer.pending_count() == 1 and indexer.drain() == 1
+
+
+def until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.02)
+
+
+class CountedChroma(ChromaStore):
+    """The real Chroma store, counting its writes."""
+
+    writes = 0
+
+    def add(self, items):
+        type(self).writes += 1
+        return super().add(items)
+
+
+def test_adds_one_by_one_are_searchable_at_once_and_stored_in_chroma_together(tmp_path, embedder):
+    """A Chroma write costs about as much for one vector as for many: the add thread's vectors are
+    searchable as soon as they are made and stored together when the burst is over. Until stored
+    they stay queued, so a worker killed meanwhile loses none: the next start embeds them again."""
+    db = Database(paths.database_path(tmp_path))
+    CountedChroma.writes = 0
+    vectors = Vectors(store=CountedChroma(paths.chroma_path(tmp_path)))
+    indexer = Indexer(db, vectors, embedder)
+    seqs = []
+    for n in range(12):  # twelve adds, each acknowledged and handed over alone
+        seqs.append(observation(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"])
+        indexer.index_soon(seqs[-1:])
+        indexer.catch_up()
+        assert seqs[-1] in vectors.index  # searchable at once
+    vectors.delete([seqs[0]])  # forgotten before it was stored: never stored after
+    until(lambda: indexer.pending_count() == 0)
+    assert CountedChroma.writes < 6, CountedChroma.writes  # one a pass before: twelve
+    assert vectors.store.count() == 11 and seqs[0] not in vectors.index
+
+    # Killed before they are stored (no stop, no close): they are still queued, and a new worker
+    # on the same files embeds and stores them.
+    later = [observation(db, f"Ran `build {n}`", f"build {n} finished", "s2")["seq"] for n in range(3)]
+    indexer.index_soon(later)
+    indexer.catch_up()
+    assert all(seq in vectors.index for seq in later) and indexer.pending_count() == 3
+    indexer._stopping = True  # the add thread dies with the process: nothing more from it
+    again = Vectors(paths.chroma_path(tmp_path))
+    assert Indexer(db, again, embedder).drain() == 3
+    assert all(seq in again.index for seq in later) and again.store.count() == 14
+    again.close()
+    db.close()
 
 
 def test_a_reply_passage_is_embedded_by_its_opening_words_without_markdown(store, embedder):

@@ -73,6 +73,10 @@ SOON_BATCH = 256
 # busy machine), which the add itself used to wait for before it answered.
 CATCH_UP_SECONDS = 30.0
 BURST_OVER_SECONDS = 0.5  # no add for this long: the burst is over, its memory goes back
+# The add thread's vectors are searchable at once and stored in Chroma together (Vectors.add,
+# store_later): when this many wait, when the oldest has waited this long, or when the burst is over.
+STORE_BATCH = 256
+STORE_SECONDS = 1.0
 
 
 def embedding_text(record: dict[str, Any]) -> str:
@@ -157,6 +161,7 @@ class Indexer:
         self._soon_changed = threading.Condition()
         self._soon_thread: threading.Thread | None = None
         self._soon_taken: set[int] = set()  # the pass under way
+        self._handed: set[int] = set()  # seqs whose vectors wait in Vectors to be stored
         self._stopping = False
 
     # --- work ----------------------------------------------------------------
@@ -264,6 +269,7 @@ class Indexer:
             thread = self._soon_thread
         if thread is not None:
             thread.join(timeout=30)
+        self._store_unstored()
 
     def _index_soon_loop(self) -> None:
         burst = False  # passes made since the arena was last released
@@ -279,15 +285,20 @@ class Indexer:
                 self._soon.difference_update(taken)
                 self._soon_taken = set(taken)
             if not taken:
-                # The adds stopped: the model's arena, kept from pass to pass meanwhile (15 % less
-                # CPU for small passes, measured), and the passes' scratch go back to the OS.
+                # The adds stopped: their vectors are stored; the model's arena, kept from pass to
+                # pass meanwhile (15 % less CPU for small passes, measured), and the passes' scratch
+                # go back to the OS.
+                self._store_unstored()
                 self._release_arena()
                 release_free_memory()
                 burst = False
                 continue
             burst = True
             try:
-                self._index(taken, keep_arena=True)
+                self._index(taken, keep_arena=True, store_later=True)
+                waiting, waited = self.vectors.unstored()
+                if len(waiting) >= STORE_BATCH or waited >= STORE_SECONDS:
+                    self._store_unstored()
             except Exception:
                 # Left in pending_vectors: the pipeline's drain retries them, one by one, and
                 # quarantines a version that never indexes.
@@ -333,13 +344,32 @@ class Indexer:
             vectors = self.embedder.embed(embedding_texts(wanted, self.embedder))
             return self.vectors.overwrite([VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)])
 
-    def _index(self, seqs: list[int], *, keep_arena: bool = False) -> int:
+    def _store_unstored(self) -> None:
+        """Store the vectors the add thread made searchable, then take their seqs off the queue."""
+        with self._work_lock:
+            try:
+                self.vectors.store_unstored()
+            except Exception:  # still queued: the pipeline's drain embeds and stores them again
+                log.warning("storing the vectors of recent adds failed; the background drain retries them: %s", _error())
+                self._handed.clear()
+                return
+            # Stored, or deleted meanwhile (a forget): either way nothing is left to embed for them.
+            waiting, _ = self.vectors.unstored()
+            done = sorted(self._handed - waiting)
+            self._handed -= set(done)
+            if done:
+                with self.db.transaction() as conn:
+                    pending.done(conn, done)
+
+    def _index(self, seqs: list[int], *, keep_arena: bool = False, store_later: bool = False) -> int:
         if not seqs:
             return 0
         with self._work_lock:
             conn = self.db.reader()
-            # Re-check under the lock: another thread may have indexed them meanwhile.
-            queued = pending.still_pending(conn, seqs)
+            # Re-check under the lock: another thread may have indexed them meanwhile (and the add
+            # thread's vectors, searchable already, wait to be stored: they stay queued till then).
+            unstored, _ = self.vectors.unstored()
+            queued = [seq for seq in pending.still_pending(conn, seqs) if seq not in unstored]
             if not queued:
                 return 0
             records = Records.by_seqs(conn, queued)
@@ -348,12 +378,21 @@ class Indexer:
                 for s in queued
                 if s in records and records[s]["op"] == "put" and records[s]["kind"] not in NOT_EMBEDDED
             ]
-            with self.vectors.writing():  # Chroma stays open while the batch is embedded
+            if store_later:
                 vectors = self._vectors_for(wanted, keep_arena=keep_arena)
                 items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
-                self.vectors.add(items)
-            with self.db.transaction() as wconn:
-                pending.done(wconn, queued)
+                self.vectors.add(items, store_later=True)
+                self._handed.update(item.seq for item in items)
+                done = sorted(set(queued) - {item.seq for item in items})  # nothing to store for them
+            else:
+                with self.vectors.writing():  # Chroma stays open while the batch is embedded
+                    vectors = self._vectors_for(wanted, keep_arena=keep_arena)
+                    items = [VectorItem(r["seq"], vectors[n], vector_meta(r)) for n, r in enumerate(wanted)]
+                    self.vectors.add(items)
+                done = queued
+            if done:
+                with self.db.transaction() as wconn:
+                    pending.done(wconn, done)
             self.indexed += len(items)
             return len(queued)
 
