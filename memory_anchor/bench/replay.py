@@ -98,7 +98,9 @@ def names_a_subject(title: str) -> bool:
     that opens with a slash command, Claude Code's own text or "yes" / "continue" has a title no
     question can point at, whatever memory holds."""
     typed = re.sub(r"<([\w-]+)[^>]*>.*?</\1>", " ", title, flags=re.DOTALL)  # what an editor or a command put around it
-    return not any(marker in typed for marker in CLAUDE_CODE_TEXT) and len(re.findall(r"\w+", typed)) >= 3
+    # Chinese and Japanese write without spaces: each of their characters counts as a word here.
+    words = re.findall(r"[\u3040-\u9fff\uac00-\ud7af]|[^\W\u3040-\u9fff\uac00-\ud7af]+", typed)
+    return not any(marker in typed for marker in CLAUDE_CODE_TEXT) and len(words) >= 3
 
 
 def _words(text: str) -> set[str]:
