@@ -93,11 +93,16 @@ def section(parts: dict[str, list[str]], starts: str) -> list[str]:
     return next((lines for title, lines in parts.items() if title.startswith(starts)), [])
 
 
+def typed_part(title: str) -> str:
+    """A title without the tagged blocks an editor or a command put around what the person typed."""
+    return re.sub(r"<([\w-]+)[^>]*>.*?</\1>", " ", title, flags=re.DOTALL)
+
+
 def names_a_subject(title: str) -> bool:
     """A probe's title a question can be asked about: words a person wrote, three or more. A session
     that opens with a slash command, Claude Code's own text or "yes" / "continue" has a title no
     question can point at, whatever memory holds."""
-    typed = re.sub(r"<([\w-]+)[^>]*>.*?</\1>", " ", title, flags=re.DOTALL)  # what an editor or a command put around it
+    typed = typed_part(title)
     # Chinese and Japanese write without spaces: each of their characters counts as a word here.
     words = re.findall(r"[\u3040-\u9fff\uac00-\ud7af]|[^\W\u3040-\u9fff\uac00-\ud7af]+", typed)
     return not any(marker in typed for marker in CLAUDE_CODE_TEXT) and len(words) >= 3
@@ -109,7 +114,7 @@ def _words(text: str) -> set[str]:
 
 def names_session(lines: list[str], probe: Probe) -> bool:
     """A session line names the session's subject (most of its title's words) and a file it changed."""
-    title = _words(probe.title)
+    title = _words(typed_part(probe.title))
     for line in lines:
         said = _words(line)
         if title and len(title & said) >= 0.6 * len(title) and names_a_file(line, probe.files):
