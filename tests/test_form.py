@@ -36,6 +36,10 @@ def test_whole_statements_are_facts(text):
     ("Your notes, organised", "verb"),
     ("Fast feedback for every change", "verb"),
     ("Search result preview", "verb"),
+    ("Merge server's money_movements from backfill", "imperative"),
+    ("Update the sync code so that it skips the rows the server sent", "imperative"),
+    ("I've created a test file for `WebStoreUtilities.ts`: the tests are expected to fail", "speaker"),
+    ("Let me check why the loader returns None", "speaker"),
 ])  # fmt: skip
 def test_fragments_placeholders_and_taglines_are_no_facts(text, why):
     flaw = fact_flaw(text)
