@@ -94,3 +94,23 @@ def test_a_live_stop_remembers_the_turns_replies_redacted_and_searchable(worker,
     worker.wait_idle()
     stored = worker.get(f"/api/v1/timeline?project={quote(str(tmp_path))}&limit=100")["results"]
     assert len([r for r in stored if r["kind"] == "transcript"]) == 1
+
+
+def test_the_passages_of_one_turn_are_each_found_under_the_request_they_answer(worker, tmp_path: Path) -> None:
+    """A turn's passages share their title (the request): each is its own answer, none folded into another."""
+    transcript = tmp_path / "turn.jsonl"
+    ask = "why does the file watcher miss saves and why is the cache in sqlite?"
+    said = [REASON, FAILED, "The cache file lives in the plugin's data directory, next to the logs, so that "
+            "uninstalling the plugin removes it and two projects never share one cache between them."]  # fmt: skip
+    lines = [_entry("user", ask, 1)] + [_entry("assistant", text, n) for n, text in enumerate(said, start=2)]
+    transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    base = {"session_id": "turn-1", "cwd": str(tmp_path), "transcript_path": str(transcript)}
+    worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit", "prompt": ask}, expect=202)
+    worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                                   "last_assistant_message": said[-1]}, expect=202)  # fmt: skip
+    worker.wait_idle()
+    found = worker.post("/api/v1/memories/search", {"query": "sqlite cache file watcher polling data directory",
+                                                    "top_k": 10, "filters": {"project": str(tmp_path)}})["results"]  # fmt: skip
+    replies = [hit for hit in found if hit["kind"] == "transcript"]
+    assert len(replies) == 3 and {hit["title"] for hit in replies} == {f"Re: {ask}"}
+    assert not any(hit.get("similar") for hit in replies)

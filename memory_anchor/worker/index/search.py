@@ -721,6 +721,8 @@ def same_key(record: dict[str, Any]) -> str:
 
 def title_key(record: dict[str, Any]) -> str:
     """Hits of one kind under one title ("annas: download", "Updated todo list (3 items, 0 done)")."""
+    if record.get("kind") == "transcript":
+        return ""  # a reply passage is titled by the request it answers: the turn's passages each say their own
     title = " ".join(str(record.get("title") or "").lower().split())
     return f"{record.get('kind')}:{title}" if title else ""
 
