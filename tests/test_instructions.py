@@ -180,3 +180,48 @@ def test_a_reply_that_picks_waits_unbriefed_and_one_that_adds_an_instruction_is_
     assert (pick.kind, pick.confidence) == ("decision", REPLY)
     [rule] = standing_statements("yes. also be sure to keep it usable on phones", answers_a_question=True)
     assert (rule.kind, rule.confidence) == ("rule", HEDGED)
+
+
+# --- Chinese: the shape of a message, not only its cue words --------------------------------------------
+
+
+@pytest.mark.parametrize("prompt", [
+    # questions without a question mark: a particle ending a clause, "whether", a question word
+    "另外以后我们的所有会话，需要我说归档你才会保存吗，还是会自动保存",
+    "模型切换以后我是否可以在设置里随时改",
+    # 以后 inside 可以后台 ("can … in the background") or narrating what comes later
+    "看板可以后台运行、定时刷新、自动汇总",
+    "我为了以后能够更顺利地协作，想先了解需要哪些基础设置",
+    # 偏好 as a noun (an ad plan's audience setting), not "I prefer"
+    "日预算计划的人群偏好只选了L2，地域偏好是全部",
+    # another model's reasoning the user pasted: it speaks of the user in the third person
+    "既然他决定部署，我应该给出清楚的下一步",
+    "用户现在问我哪种方式更合适，他的需求不只是装上，以后还要维护",
+])  # fmt: skip
+def test_chinese_questions_nouns_and_pasted_reasoning_are_no_instructions(prompt):
+    assert [s.text for s in standing_statements(prompt)] == []
+
+
+def test_a_chinese_rule_after_a_question_in_the_same_sentence_is_kept_without_the_question():
+    [statement] = standing_statements("能帮我清理一下下载目录吗，但是所有删除都要先问我")
+    assert statement.text == "但是所有删除都要先问我" and statement.confidence >= 0.9
+
+
+def test_as_far_as_possible_and_things_not_known_are_no_hedges():
+    [statement] = standing_statements("不清楚和不确定的地方绝对不要编造，一定要先问我")
+    assert statement.confidence >= 0.9  # 不确定 here is what to ask about, not the user unsure
+    [statement] = standing_statements("以后能自动完成的都尽可能自动完成，不要让我手动导出")
+    assert statement.confidence >= 0.9
+
+
+@pytest.mark.parametrize("prompt", [
+    # Claude's questions copied back, answered inline: its plan lines are not the user's rules
+    "1. 方案\n方案A：逐个文件夹整理——选A\n旧文件：是否直接删除？——是\n模板：是否留在原处？——是\n\n3. 风险控制\n整理前备份\n每次操作前确认",
+    # a pasted outline of someone else's principles, the user's question in its last line
+    "1. 先想清楚\n说明假设\n不要默默选一个\n2. 保持简单\n不需要的功能不要加\n只用一次的东西不要抽象\n"
+    "3. 小步修改\n只动必须动的\n没坏的东西不要重构\n4. 目标驱动\n多步骤任务先给计划\n这些原则里哪些我已经在用",
+    # a table row copied from a page
+    "能力\t可以后台运行任务、每次都自动检查\t需要逐轮交互\n方式\t直接执行\t只给建议",
+])  # fmt: skip
+def test_text_the_user_brought_into_the_prompt_gives_no_instruction(prompt):
+    assert [s.text for s in standing_statements(prompt)] == []

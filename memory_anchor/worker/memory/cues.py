@@ -28,7 +28,11 @@ def _any(*patterns: str) -> re.Pattern[str]:
 
 # Chinese, Japanese and Korean cue words of standing statements (instructions.py reads English by form).
 CJK_RULE = _any(
-    r"以后|今后|从现在起|从今以后|往后|始终|总是|一律|务必|每次|不要再|别再|不要|不许|不准|禁止|千万别|永远不要|必须",
+    # 以后 is "from now on" before an instruction, not inside 可以后台 ("can … the background"), nor
+    # "later I …" / "later be able to …" (以后我, 以后能够), which narrate
+    r"(?<![可所])以后(?![我能会可])|今后|从现在起|从今以后|往后|始终|总是|一律|务必|每次|不要再|别再|不要|不许|不准|禁止|千万别|永远不要|必须"
+    # "every … must …": a quantifier over all cases and an obligation ("所有删除都要先问我")
+    r"|(?:所有|任何|凡是|一切|全部)[^，,。；]{0,20}都(?:要|得|必须|不|别|先)",
     r"今後|これから(は|も)|常に|いつも|必ず|毎回|しないで|しないこと|使わないで|禁止|やめて|ないように",
     r"앞으로|항상|언제나|반드시|매번|하지\s?마|하지\s?말|쓰지\s?마|사용하지\s?마|금지",
 )
@@ -38,13 +42,15 @@ CJK_DECISION = _any(
     r"결정|하기로|쓰기로|사용하기로|대신|로 바꾸|으로 바꾸|로 변경|으로 변경",
 )
 CJK_PREFERENCE = _any(
-    r"更喜欢|偏好|优先用|优先使用|倾向于",
+    # 偏好 said by the user ("我偏好"); alone it is as often a noun (人群偏好, "audience preference")
+    r"更喜欢|(?:我|我们)(?:更|比较)?偏好|优先用|优先使用|倾向于",
     r"好み|好きです|優先して|の方がいい",
     r"선호|더 좋아",
 )
 HEDGE = _any(
     r"\b(maybe|perhaps|might|i think|i guess|not sure|probably|could we|should we)\b",
-    r"也许|可能|我觉得|好像|不确定",
+    # 尽可能 is "as far as possible"; 不确定 hedges when the speaker is unsure (我不确定), not in "不确定的事情"
+    r"也许|(?<!尽)可能|我觉得|好像|(?:我|还)不确定",
     r"かもしれない|たぶん|多分|と思う",
     r"아마|것 같|글쎄",
 )

@@ -228,9 +228,12 @@ def _statement(sentence: str) -> Statement | None:
     if len(text) < 6:
         return None
     if has_cjk(text):
-        if _asks(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
+        sentence = _without_leading_questions(sentence)
+        if not sentence or _asks(sentence) or _CJK_ASKS.search(sentence) or _OF_SOMEONE_ELSE.search(sentence):
             return None
-        return _cjk_statement(sentence, text)
+        if ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence):
+            return None
+        return _cjk_statement(sentence, clean_sentence(sentence))
     pieces = [p for p in _PIECE_BREAK.split(sentence.strip()) if p.strip()]
     for piece in pieces:
         if _asks(piece) or (ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece)):
@@ -396,6 +399,26 @@ _IMPERATIVE = _re(r"^(?:use|run|add|write|keep|put|make|avoid|follow|commit|push
 
 def _looks_imperative(core: str) -> bool:
     return bool(_IMPERATIVE.match(core))
+
+
+# A Chinese question needs no question mark: a particle at the end of a clause ("…你才会操作吗，还是…"),
+# "whether", or a question word.
+_CJK_ASKS = re.compile(r"[吗嘛呢][\s，,。！!]*$|[吗嘛][，,]|是否|为什么|为啥|怎么|如何|哪[个些里儿种]|什么|能不能|可不可以|"
+                       r"是不是|有没有|要不要|会不会|对不对|行不行|好不好|多少")  # fmt: skip
+# Words about a third person ("他的深层需求…", "用户现在问我…", "我应该给出…"): another model's reasoning or
+# a story the user pasted, not what they ask of the assistant.
+_OF_SOMEONE_ELSE = re.compile(r"(?:^|[，,。；：:]|既然|因为|而且|所以|但是?|接着|然后|如果|虽然|考虑到)\s*[他她](?![们人])|"
+                              r"用户(?:现在|刚才|问|说|想|希望|提到)|我应该")  # fmt: skip
+_CJK_CLAUSE = re.compile(r"(?<=[，,])")
+
+
+def _without_leading_questions(sentence: str) -> str:
+    """The sentence without the questions it opens with ("那可以帮我清理c盘吗，但是…都要给我决策"): what
+    follows them may still lay down a rule."""
+    clauses = _CJK_CLAUSE.split(sentence)
+    while clauses and _CJK_ASKS.search(clauses[0].rstrip("，, ")) and len(clauses) > 1:
+        clauses = clauses[1:]
+    return "".join(clauses).strip()
 
 
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
