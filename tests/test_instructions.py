@@ -225,3 +225,41 @@ def test_as_far_as_possible_and_things_not_known_are_no_hedges():
 ])  # fmt: skip
 def test_text_the_user_brought_into_the_prompt_gives_no_instruction(prompt):
     assert [s.text for s in standing_statements(prompt)] == []
+
+
+# --- what the user asks to be kept: said to last, whatever its grammar ----------------------------------
+
+
+@pytest.mark.parametrize("prompt, kind, text", [
+    ("save in memory dont touch the prod database unless i ask for it, for every project", "rule",
+     "dont touch the prod database unless i ask for it"),
+    ("never run migrations yourself, save in your memory please", "rule", "never run migrations yourself"),
+    # at the end of a pasted error, typos and all
+    ("KeyError: 'tree'\n\nValid keys are: list, form and save memory we are runnig postgres16, not 14", "decision",
+     "we are runnig postgres16"),
+    ("i liked how you deploy with the compose file save for the future in teh momory, later check the cron", "rule",
+     "i liked how you deploy with the compose file"),
+    ("remember that the staging db is read only", "rule", "the staging db is read only"),
+    ("add this to CLAUDE.md: tests run with pytest -n 2", "rule", "tests run with pytest -n 2"),
+    ("好的，你把部署步骤写进 CLAUDE.md 里，需要时再看", "rule", "好的，你把部署步骤写进 CLAUDE.md 里，需要时再看"),
+])  # fmt: skip
+def test_what_the_user_asks_to_keep_in_memory_is_briefed_in_their_words(prompt, kind, text):
+    [statement] = standing_statements(prompt)
+    assert (statement.kind, statement.text, statement.confidence) == (kind, text, 0.95)
+
+
+def test_a_list_the_user_asks_to_put_in_claude_md_is_one_rule_an_item():
+    found = standing_statements("在CLAUDE.md里写几条原则：\n1.少说话，多做事\n2.不确定就问我")
+    assert [s.text for s in found] == ["少说话，多做事", "不确定就问我"]
+
+
+@pytest.mark.parametrize("prompt", [
+    "can you save in your memory where the docker folder is?",  # a question: nothing kept yet
+    "add memory search to the worker",
+    "use a generator here to save memory",
+    "this will save memory and time on big files",
+    "keep it in memory instead of writing it to disk",
+    "能把这些写进 CLAUDE.md 吗",
+])  # fmt: skip
+def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
+    assert standing_statements(prompt) == []

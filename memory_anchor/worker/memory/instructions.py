@@ -201,14 +201,66 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
     instruction it adds ("yes. also be sure to …") is said once (HEDGED).
     """
     out: list[Statement] = []
+    listing = False  # after "put these principles in CLAUDE.md:", each item is one
     for paragraph in own_words(prompt):
         for sentence in sentences(paragraph):
-            statement = _statement(sentence)
+            kept = _to_keep(sentence)
+            if kept == "":
+                listing = True
+                continue
+            if listing and kept is None and not is_fragment(sentence) and not _asks_at_all(sentence):
+                kept = clean_sentence(_NUMBERED.sub("", sentence))
+            statement = _kept(kept) if kept else _statement(sentence)
             if statement is not None and answers_a_question and statement.confidence < PLAIN:
                 statement.confidence = REPLY if statement.kind == "decision" else min(statement.confidence, HEDGED)
             if statement is not None:
                 out.append(statement)
     return _unique(out)
+
+
+# What the user asks to be kept for later: "save in your memory …", "remember that …", "记住 …", "写进 CLAUDE.md".
+# Said of memory itself, it is a lasting instruction whatever its grammar ("save memory we are on odoo 18").
+_MEMORY = r"(?:m[eo]m[oe]?r(?:y|ies)|claude\.md|agents\.md)"
+# Not memory as in RAM: "keep it in memory", "to save memory" (no "your"/"the" before it, or a purpose).
+_KEEP_IT = _re(rf"\b(?:save|store|put|keep|add|write|note|record)\b(?:\s+(?:it|this|that|these|those|them))?(?:\s+for (?:the )?future)?"
+               rf"\s+(?:in|to|into|on)\s+(?:your|the|my|teh|ur)\s+{_MEMORY}\b(?:\s+(?:please|pls|too|also))?|"
+               rf"\b(?:save|add|write|put)\b(?:\s+(?:it|this|that|these|those|them))?\s+(?:in|to|into)\s+(?:claude|agents)\.md\b|"
+               rf"(?:^|,\s*|\b(?:and|also|please|pls)\s+)save\s+(?:(?:it|this|that)\s+)?(?:in\s+)?m[eo]m[oe]?ry\b(?=\s*[:-]?\s+(?:please\s+)?\w+\s+\w+\s+\w+|\s*[,.!]?\s*$)|"
+               r"^(?:please\s+)?remember\s+(?:that|this)\b[\s,:]*")  # fmt: skip
+_KEEP_IT_CJK = re.compile(rf"(?i)记住|记下来|(?:更新|写|加|添加|输入|保存|存|记)[^，,。；]{{0,4}}?{_MEMORY}|(?:记忆|{_MEMORY})(?:文件)?(?:中|里)?(?:输入|写入|写|加入|添加|加上)")
+
+
+def _to_keep(sentence: str) -> str | None:
+    """What a sentence asks to be kept, in its words; "" when it introduces a list of them ("在 CLAUDE.md 中写入几个
+    原则："), None when it asks nothing of the kind. A question ("can you save … ?") keeps nothing yet."""
+    cjk = has_cjk(sentence)
+    match = (_KEEP_IT_CJK if cjk else _KEEP_IT).search(sentence)
+    if match is None or _asks_at_all(sentence):
+        return None
+    if sentence.rstrip().endswith((":", "：")):
+        return ""
+    if cjk:
+        return clean_sentence(sentence)
+    # The side of the request that holds the instruction: "save in memory not write docs unless asked",
+    # "never execute git, save in your memory please", "… and save memory we are on odoo18, now is list".
+    after = re.split(r"[,;]", sentence[match.end():], maxsplit=1)[0].strip(" .,;:-")
+    before = re.split(r"[,;]|\band\s*$", sentence[: match.start()].rstrip(" ,;-"))[-1].strip(" .,;:-")
+    before = re.sub(r"(?i)\s*\b(?:and|also|so|please)\s*$", "", before).strip()
+    said = after if len(after.split()) >= 3 else before
+    return clean_sentence(said) if len(said.split()) >= 3 else None
+
+
+_NUMBERED = re.compile(r"^\s*\d+\s*[.、)）]\s*")
+
+
+def _kept(text: str) -> Statement:
+    """What the user asked to keep: plain, for they said it is to last."""
+    kind = "decision" if re.match(r"(?i)(?:we|our|the project|this project)\b", text) else "rule"
+    return Statement(kind, text, PLAIN, replaced_terms(text))
+
+
+def _asks_at_all(sentence: str) -> bool:
+    return _asks(sentence) or (has_cjk(sentence) and bool(_CJK_ASKS.search(sentence)))
 
 
 _PIECE_BREAK = re.compile(r"(?<=[.!?;])\s+")  # a new sentence, even one the user did not capitalise
