@@ -263,3 +263,29 @@ def test_a_list_the_user_asks_to_put_in_claude_md_is_one_rule_an_item():
 ])  # fmt: skip
 def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
     assert standing_statements(prompt) == []
+
+
+@pytest.mark.parametrize("prompt, kind", [
+    # design decisions said in the first person, inside a longer message: said once
+    ('I like the names "draft", "review" and "final" for the three stages.', "decision"),
+    ("<ide_opened_file>The user opened the file /src/api/sync.ts in the IDE. This may or may not be related "
+     "to the current task.</ide_opened_file> I'm leaning towards a separate export endpoint. I feel that is clearer.",
+     "decision"),
+    ("But I still want to use the existing render_for_response helpers like render_budget_for_response", "preference"),
+    ("I want to add a test for the empty state. Help me think through how we'll do this before you suggest changes.",
+     "rule"),
+])  # fmt: skip
+def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
+    assert [k for k, _ in said_once(prompt)] == [kind]
+    assert briefed(prompt) == []
+
+
+@pytest.mark.parametrize("prompt", [
+    "I like option 2 to avoid another endpoint.",
+    "I like the names you picked",  # a reaction, no naming decided
+    "i still want to use it",  # about the thing at hand
+    "Help me think through this.",
+    "Please ensure it's running on port 8081",
+])  # fmt: skip
+def test_reactions_and_requests_of_the_moment_are_not(prompt):
+    assert standing_statements(prompt) == []

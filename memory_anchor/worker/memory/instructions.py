@@ -79,7 +79,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 
 
 # Words before the instruction that change nothing: "btw", "also", "please", "oh and", "one more thing:".
-_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
+_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|but|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
                r"thanks?(?: you)?|important|remember this|rule|please|pls|just|yes|yeah|right|great|good|cool|"
                r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope|well|actually|honestly|"
                r"i think(?: that)?|i guess|i feel like|critically|crucially|importantly)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
@@ -423,9 +423,26 @@ def _english_form(text: str) -> tuple[str, float] | None:
     return _said_once_form(core)
 
 
+# Design decisions said in the first person, each usually but not always one that holds: "I like the
+# names X, Y and Z for the three steps", "I still want to use the existing X functions", "I'm leaning
+# towards a sync-type parameter". Not "I like option 2" (an option pick, refused before this).
+_I_LIKE_NAMES = _re(r"^i\s+(?:really\s+)?(?:like|prefer|want)\s+(?:the\s+)?(?:names?|naming|terms?)\b.{3,}\bfor\b")
+_I_KEEP_USING = _re(r"^i\s+(?:still|also|really)\s+(?:want|'d like|would like|prefer)\s+to\s+(?:keep\s+)?(?:use|using|reuse|reusing|stick with)\s+\S")
+_LEANING = _re(r"^(?:i'?m|i am|we'?re|we are)\s+leaning\s+(?:towards?|to)\s+\S")
+# An order of work: "help me think through it before you suggest changes".
+_BEFORE_YOU = _re(r"\bbefore\s+(?:you|we)\s+(?:suggest|make|propose|write|implement|start|change|edit|touch|code)\w*\b")
+_ASKS_FOR = _re(r"^(?:help|talk|think|discuss|explain|walk|check|ask|show|tell|plan|outline)\b")
+
+
 def _said_once_form(core: str) -> tuple[str, float] | None:
     """The forms a lasting instruction takes without "always" or "never", each usually but not always
     one: said once, they are briefed marked as such (HEDGED) until confirmed."""
+    if _I_LIKE_NAMES.match(core) or _LEANING.match(core):
+        return "decision", HEDGED
+    if _I_KEEP_USING.match(core) and not _ABOUT_THIS.search(core):
+        return "preference", HEDGED
+    if _BEFORE_YOU.search(core) and (_looks_imperative(core) or _ASKS_FOR.match(core)):
+        return "rule", HEDGED
     if _lasting(core) and (_looks_imperative(core) or _WANT_YOU_TO.match(core) or _MODAL.match(core)):
         return "rule", HEDGED
     if _lasting(core, _KEPT_UP) and (_WANT_YOU_TO.match(core) or _MODAL.match(core) or _IT_SHOULD_LAST.match(core)):
