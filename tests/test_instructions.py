@@ -289,3 +289,25 @@ def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
 ])  # fmt: skip
 def test_reactions_and_requests_of_the_moment_are_not(prompt):
     assert standing_statements(prompt) == []
+
+
+@pytest.mark.parametrize("prompt, kind", [
+    # a request over a kind of case, after a mistake
+    ("上次你把我的表格覆盖了，我需要你针对会覆盖文件的操作都先提醒我", "rule"),
+    # a time to come and a prohibition
+    ("我下次导入新的客户名单时，不能导入已经拉黑的客户", "rule"),
+    # how to think about the work
+    ("我需要你用长期复购的思维去设计这个活动", "preference"),
+])  # fmt: skip
+def test_chinese_requests_that_hold_beyond_the_task(prompt, kind):
+    [statement] = standing_statements(prompt)
+    assert statement.kind == kind and statement.confidence >= 0.9
+
+
+@pytest.mark.parametrize("prompt", [
+    "我需要你帮我把全店商品导出一份表格",  # one task
+    "下次再说吧",
+    "我需要你先整理这个文件夹",
+])  # fmt: skip
+def test_chinese_tasks_are_not(prompt):
+    assert standing_statements(prompt) == []
