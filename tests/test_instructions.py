@@ -311,3 +311,19 @@ def test_chinese_requests_that_hold_beyond_the_task(prompt, kind):
 ])  # fmt: skip
 def test_chinese_tasks_are_not(prompt):
     assert standing_statements(prompt) == []
+
+
+def test_a_rule_in_the_users_thinking_aloud_is_a_design_still_in_talk():
+    prompt = ("I'm trying to think of all the cases but the big idea is that if the start date changed and there is "
+              "data in older months, we need to clear it, but we must always rerun the totals if the start date is sent "
+              "up from the device and we need to start from that month help me think through this")  # fmt: skip
+    assert standing_statements(prompt) == []
+
+
+def test_of_a_long_run_on_sentence_the_clause_that_says_it_is_kept():
+    prompt = ("the export page is slow and the numbers look off for the older months and i have been going back and "
+              "forth on the sums for a while now without getting anywhere near a version that i would be happy to ship "
+              "to everyone on the team, and i also want you to keep the changelog current throughout sessions not just "
+              "when i ask for it because i keep forgetting what changed")  # fmt: skip
+    [statement] = standing_statements(prompt)
+    assert statement.text.startswith("i also want you to keep the changelog current throughout sessions")

@@ -291,6 +291,8 @@ def _statement(sentence: str) -> Statement | None:
         if _asks(piece) or (ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece)):
             continue
         for clause in _clauses(piece):
+            if clause is not piece and _DELIBERATES.search(piece[: len(piece) - len(clause)]):
+                continue  # "I'm trying to think … but the big idea is …, we must always …": a design still in talk
             found = _english_form(clean_sentence(clause))
             if found is None:
                 continue
@@ -298,10 +300,17 @@ def _statement(sentence: str) -> Statement | None:
             if HEDGE.search(piece):
                 confidence = min(confidence, HEDGED)
             # The whole sentence when it is short (what the user said around it is the context);
-            # of a long one, the piece that says it.
+            # of a long one, the piece that says it, or the clause when the piece is long too.
             said = text if len(sentence) <= MAX_STATEMENT_CHARS else clean_sentence(piece)
+            if len(piece) > MAX_STATEMENT_CHARS and clause is not piece:
+                said = clean_sentence(clause)
             return Statement(kind, said, confidence, replaced_terms(piece))
     return None
+
+
+# The user thinking aloud: what a clause after this says is a design under discussion, not yet an instruction.
+_DELIBERATES = _re(r"\b(?:trying to (?:think|figure|work out)|i'?m (?:thinking|wondering|not sure)|i wonder|"
+                   r"(?:the )?(?:big |main |rough )?idea is)\b")  # fmt: skip
 
 
 def _clauses(piece: str) -> list[str]:
