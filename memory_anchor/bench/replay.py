@@ -49,7 +49,7 @@ CLAUDE_CODE_TEXT = ("Caveat: The messages below", "<command-name>", "<command-me
                     "<bash-input>", "<bash-stdout>", "<ide_opened_file>", "<ide_selection>")  # fmt: skip
 GOALS = {"rules": 2, "next_steps": 5, "recall": 0.95, "search": 0.92, "chars": 10_000, "last_sessions": 4,
          "claude_code_text": 0, "import_seconds": 30.0}  # fmt: skip
-_FACT_REF = re.compile(r"\(fact ([0-9a-f]{8})\)")
+_FACT_REF = re.compile(r"[(;] ?fact ([0-9a-f]{8})\)")  # "(fact …)" of a rule, "(said …; fact …)" of one said once
 
 
 @dataclass
