@@ -119,6 +119,10 @@ _ANSWERED_INLINE = re.compile(r"[?？][)）]?\s*(?:——|--|—|->|=>)\s*\S")
 # A list this long in one paragraph is a document or another tool's output the user brought (an outline,
 # a checklist, a table), not a message they wrote line by line.
 DOCUMENT_LINES = 10
+# A shell's prompt copied with a command: "PS C:\\repo> .\\setup.ps1", "C:\\repo>dir", "me@box:~/app$ make".
+_SHELL_PROMPT = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>|[A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$#\s]*\s?[$#]|\$)\s*\S")
+# A script's status line, indented under its step: "  !!  profile : could not …", "  ->  Linking …", "  OK  skills".
+_STATUS_LINE = re.compile(r"^\s{2,}(?:!!|->|=>|OK|--|\[(?:OK|x|!|\+|-)\])\s+\S")
 # A table row copied from a spreadsheet or a rendered page: cells separated by tabs.
 _TABLE_ROW = re.compile(r"\S\t+\S.*\t")
 
@@ -145,7 +149,7 @@ def _technical_lines(lines: list[str]) -> list[bool]:
     indented, on the lines after it (the terminal wrapped it)."""
     out, pasting = [], False
     for line in lines:
-        glyph = bool(_TERMINAL_GLYPH.match(line))
+        glyph = bool(_TERMINAL_GLYPH.match(line) or _STATUS_LINE.match(line))
         pasting = glyph or (pasting and line.startswith("  "))
         out.append(pasting or _technical(line))
     return out
@@ -229,6 +233,8 @@ def passages(prompt: str) -> list[Passage]:
             continue
         if sum(_technical_lines(lines)) * 2 >= len(lines):
             out += _split_pasted(block, opens=index == 0, closes=index == len(blocks) - 1)
+            if any(_SHELL_PROMPT.match(line) for line in lines):
+                material = "a terminal session"  # what follows a pasted shell prompt is its command's output
             continue
         if material is not None:
             # Material runs to the end, but for a short last paragraph: the user speaking again after the paste.
