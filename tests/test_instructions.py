@@ -274,6 +274,8 @@ def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
     ("But I still want to use the existing render_for_response helpers like render_budget_for_response", "preference"),
     ("I want to add a test for the empty state. Help me think through how we'll do this before you suggest changes.",
      "rule"),
+    ("I think I want to leave render_totals mostly as is initially and later make it handle only the deltas", "decision"),
+    ("I like the loop change. PlainDate is mutable so only call addDays on a copied variable.", "rule"),
 ])  # fmt: skip
 def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     assert [k for k, _ in said_once(prompt)] == [kind]
@@ -286,6 +288,8 @@ def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     "i still want to use it",  # about the thing at hand
     "Help me think through this.",
     "Please ensure it's running on port 8081",
+    "only change the tests in this file",
+    "I want to leave it as is",
 ])  # fmt: skip
 def test_reactions_and_requests_of_the_moment_are_not(prompt):
     assert standing_statements(prompt) == []

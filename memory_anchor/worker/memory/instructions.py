@@ -268,6 +268,8 @@ _PIECE_BREAK = re.compile(r"(?<=[.!?;])\s+")  # a new sentence, even one the use
 # A clause after "and"/"but" without its own subject shares the sentence's ("I can track …, but always
 # return"), so it opens an instruction only with a subject or an instruction's own words.
 _CLAUSE_START = _re(r"(?:,\s*|\s+)(?:and|but|so|also|then|plus)\s+(?=(?:i|we|you|also|please|make sure|be sure)\b)"
+                    # what a fact implies for the work: "X is mutable so only run those on a copy"
+                    r"|(?:,\s*|\s+)so\s+(?=(?:always|never|only)\s+[a-z])"
                     r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|from now on|going forward)\b)")  # fmt: skip
 
 
@@ -437,6 +439,11 @@ def _english_form(text: str) -> tuple[str, float] | None:
 # towards a sync-type parameter". Not "I like option 2" (an option pick, refused before this).
 _I_LIKE_NAMES = _re(r"^i\s+(?:really\s+)?(?:like|prefer|want)\s+(?:the\s+)?(?:names?|naming|terms?)\b.{3,}\bfor\b")
 _I_KEEP_USING = _re(r"^i\s+(?:still|also|really)\s+(?:want|'d like|would like|prefer)\s+to\s+(?:keep\s+)?(?:use|using|reuse|reusing|stick with)\s+\S")
+# "I want to leave get_totals mostly as is and …": what stays as it is, decided.
+_LEAVE_AS_IS = _re(r"^i\s+(?:still\s+)?(?:want|'d like|would like)\s+to\s+(?:leave|keep)\s+\S+.{0,40}?\bas (?:is|it is)\b")
+# A restriction said as what a fact implies ("… so only run those on a copy"): only after "so" (see _CLAUSE_START);
+# "only change the tests" alone scopes the task at hand.
+_ONLY_DO = _re(r"^only\s+(?:run|call|use|edit|change|modify|touch|write|mutate|apply|do)\b(?=.*\b(?:on|in|with|through|via)\b)")
 _LEANING = _re(r"^(?:i'?m|i am|we'?re|we are)\s+leaning\s+(?:towards?|to)\s+\S")
 # An order of work: "help me think through it before you suggest changes".
 _BEFORE_YOU = _re(r"\bbefore\s+(?:you|we)\s+(?:suggest|make|propose|write|implement|start|change|edit|touch|code)\w*\b")
@@ -450,6 +457,10 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
         return "decision", HEDGED
     if _I_KEEP_USING.match(core) and not _ABOUT_THIS.search(core):
         return "preference", HEDGED
+    if _LEAVE_AS_IS.match(core):
+        return "decision", HEDGED
+    if _ONLY_DO.match(core) and not _TASK_BOUND.search(core):
+        return "rule", HEDGED
     if _BEFORE_YOU.search(core) and (_looks_imperative(core) or _ASKS_FOR.match(core)):
         return "rule", HEDGED
     if _lasting(core) and (_looks_imperative(core) or _WANT_YOU_TO.match(core) or _MODAL.match(core)):
