@@ -440,7 +440,7 @@ def _english_form(text: str) -> tuple[str, float] | None:
 _I_LIKE_NAMES = _re(r"^i\s+(?:really\s+)?(?:like|prefer|want)\s+(?:the\s+)?(?:names?|naming|terms?)\b.{3,}\bfor\b")
 _I_KEEP_USING = _re(r"^i\s+(?:still|also|really)\s+(?:want|'d like|would like|prefer)\s+to\s+(?:keep\s+)?(?:use|using|reuse|reusing|stick with)\s+\S")
 # "I want to leave get_totals mostly as is and …": what stays as it is, decided.
-_LEAVE_AS_IS = _re(r"^i\s+(?:still\s+)?(?:want|'d like|would like)\s+to\s+(?:leave|keep)\s+\S+.{0,40}?\bas (?:is|it is)\b")
+_LEAVE_AS_IS = _re(r"^i\s+(?:still\s+)?(?:want|'d like|would like)\s+to\s+(?:leave|keep)\s+(?!(?:it|this|that|them|these|those)\b)\S+.{0,40}?\bas (?:is|it is)\b")
 # A restriction said as what a fact implies ("… so only run those on a copy"): only after "so" (see _CLAUSE_START);
 # "only change the tests" alone scopes the task at hand.
 _ONLY_DO = _re(r"^only\s+(?:run|call|use|edit|change|modify|touch|write|mutate|apply|do)\b(?=.*\b(?:on|in|with|through|via)\b)")
