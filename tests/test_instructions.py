@@ -331,3 +331,10 @@ def test_of_a_long_run_on_sentence_the_clause_that_says_it_is_kept():
               "when i ask for it because i keep forgetting what changed")  # fmt: skip
     [statement] = standing_statements(prompt)
     assert statement.text.startswith("i also want you to keep the changelog current throughout sessions")
+
+
+def test_who_decides_is_a_rule_and_decision_making_no_decision():
+    [statement] = standing_statements("可以清理，但是所有覆盖动作都要给我决策")
+    assert statement.kind == "rule"
+    [statement] = standing_statements("我的精力有限，我做判断和决策，执行交给你")
+    assert statement.kind == "rule"
