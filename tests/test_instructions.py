@@ -338,3 +338,14 @@ def test_who_decides_is_a_rule_and_decision_making_no_decision():
     assert statement.kind == "rule"
     [statement] = standing_statements("我的精力有限，我做判断和决策，执行交给你")
     assert statement.kind == "rule"
+
+
+@pytest.mark.parametrize("prompt, found", [
+    ("dont use lambdas", True),
+    ("donts add emojis", True),  # a stray letter
+    ("don't use that", False),
+    ("don't add the test", False),
+    ("don't revert anything", False),
+])  # fmt: skip
+def test_a_prohibition_of_a_whole_kind_of_thing_is_said_once(prompt, found):
+    assert said_once(prompt) == ([("rule", prompt)] if found else [])

@@ -96,7 +96,11 @@ _LASTING_FRAME = _re(
 # Said to hold until the user changes it, even when it also says "for now".
 _UNTIL_CHANGED = _re(r"\buntil (?:(?:i|we) (?:say|tell you|decide) otherwise|told otherwise|further notice|(?:i|we) change (?:it|that|this))\b")
 _ALWAYS_NEVER = _re(r"^(?:always|never)\b(?!\s+mind\b)")
-_PROHIBITION = _re(r"^(?:(?:do not|don'?t|dont|never ever|please don'?t|pls don'?t)\s+(?:ever\s+)?)([a-z]+)")
+_PROHIBITION = _re(r"^(?:(?:do not|don'?ts?|never ever|please don'?t|pls don'?t)\s+(?:ever\s+)?)([a-z]+)")
+# A prohibition of a whole kind of thing, the bare plural ("don't use hooks", "dont add emojis"): not of one
+# thing at hand ("don't use that", "don't add the test").
+_NO_KIND_OF = _re(r"^(?:do not|don'?ts?|please don'?t|pls don'?t)\s+(?:use|add|create|write|put|import|make|leave)\s+"
+                  r"(?:any\s+)?(?!this\b|these\b|those\b|that\b|them\b|it\b|the\b|a\b|an\b|my\b|your\b)[a-z_-]+s$")
 _STOP_DOING = _re(r"^(?:stop|quit|no more)\s+\w+ing\b|^no more\s+\w+")
 _MODAL_WE_YOU = _re(r"^(?:you|we)\s+(?:should|must|need to|have to|shall|are to|'ll|will)\s+(?:always|never|not ever)\b"
                     r"|^(?:you|we)\s+(?:always|never)\s+(?!seem|get|got|had|have been)\w+")  # fmt: skip
@@ -412,7 +416,9 @@ def _english_form(text: str) -> tuple[str, float] | None:
     if _PROHIBITION.match(core):  # "don't revert anything" is about the task at hand; "don't ever …" lasts
         if framed or _re(r"\b(?:ever|again|anymore|any more)\b").search(core):
             return "rule", PLAIN
-        return ("rule", HEDGED) if _lasting(core) else None
+        if _lasting(core) or _NO_KIND_OF.match(core):
+            return "rule", HEDGED
+        return None
     if _STOP_DOING.match(core):
         return "rule", PLAIN if framed else USUAL
     if _WE_WILL_USE.match(core) and not _WORK_STEP.search(core):
