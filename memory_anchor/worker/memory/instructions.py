@@ -23,9 +23,16 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    time"), "X must be …" of a thing, "let's have one X for …", "I want to have
    X that …", "X runs from /path". Read per sentence, per sentence the user ran
    together without a capital, and per clause with its own subject inside a
-   longer one ("update the docs and i also want you to …").
+   longer one ("update the docs and i also want you to …"). Design decisions
+   said in the first person ("I like the names X for Y", "I'm leaning towards
+   X", "I still want to use X") are said once; what follows the user thinking
+   aloud ("I'm trying to think … the big idea is …") is a design still in talk.
+   What the user asks to be kept ("save in your memory …", "remember that …",
+   "put this in CLAUDE.md: …") is said plainly, whatever its grammar.
    Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
-   under the same tests of place, question and one-off.
+   under the same tests of place, question and one-off; a Chinese question
+   needs no question mark (吗 ending a clause, 是否, 什么), and a sentence about
+   a third person (他的…, 用户问…, 我应该…) is another model's reasoning pasted.
 
 Confidence follows the fact layer's tiers (docs/memory-model.md): said plainly, 0.95 (active, briefed); a
 convention in passing, 0.9; hedged, or one of the forms above that are usually
