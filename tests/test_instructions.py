@@ -349,3 +349,8 @@ def test_who_decides_is_a_rule_and_decision_making_no_decision():
 ])  # fmt: skip
 def test_a_prohibition_of_a_whole_kind_of_thing_is_said_once(prompt, found):
     assert said_once(prompt) == ([("rule", prompt)] if found else [])
+
+
+def test_whatever_in_chinese_asks_nothing():
+    [statement] = standing_statements("不管什么情况，都不要直接删除我的文件")
+    assert statement.kind == "rule"

@@ -149,3 +149,13 @@ def test_a_scripts_status_lines_quoted_inline_are_output():
               "  !!  profile : could not write the profile, the path is empty\n"
               "  You can manually add the alias later if needed")  # fmt: skip
     assert own_words(prompt) == ["all good on the laptop, only issue with  -> Setting up the shell profile"]
+
+
+def test_the_users_own_long_list_one_item_a_line_stays_theirs():
+    prompt = "\n".join(f"- rule {i}: keep the module names short and lower case" for i in range(12))
+    assert own_words(prompt) == [prompt]
+
+
+def test_a_dollar_amount_is_no_shell_prompt():
+    prompt = "$5 a month is fine for the hosting\n{\"plan\": \"basic\", \"price\": 5}\n\nso always pick the basic plan"
+    assert own_words(prompt)[-1] == "so always pick the basic plan"

@@ -505,8 +505,9 @@ def _looks_imperative(core: str) -> bool:
 
 # A Chinese question needs no question mark: a particle at the end of a clause ("…你才会操作吗，还是…"),
 # "whether", or a question word.
-_CJK_ASKS = re.compile(r"[吗嘛呢][\s，,。！!]*$|[吗嘛][，,]|是否|为什么|为啥|怎么|如何|哪[个些里儿种]|什么|能不能|可不可以|"
-                       r"是不是|有没有|要不要|会不会|对不对|行不行|好不好|多少")  # fmt: skip
+# Not "whatever" (不管什么, 无论怎么, 什么都): a question word that asks nothing.
+_CJK_ASKS = re.compile(r"[吗嘛呢][\s，,。！!]*$|[吗嘛][，,]|是否|为什么|为啥|如何|能不能|可不可以|是不是|有没有|要不要|会不会|"
+                       r"对不对|行不行|好不好|(?<!不管)(?<!无论)(?<!或多或少)(?:怎么|什么|哪[个些里儿种]|多少)(?![都也])")  # fmt: skip
 # Words about a third person ("他的深层需求…", "用户现在问我…", "我应该给出…"): another model's reasoning or
 # a story the user pasted, not what they ask of the assistant.
 _OF_SOMEONE_ELSE = re.compile(r"(?:^|[，,。；：:]|既然|因为|而且|所以|但是?|接着|然后|如果|虽然|考虑到)\s*[他她](?![们人])|"

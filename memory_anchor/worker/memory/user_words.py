@@ -120,9 +120,10 @@ _ANSWERED_INLINE = re.compile(r"[?？][)）]?\s*(?:——|--|—|->|=>)\s*\S")
 # a checklist, a table), not a message they wrote line by line.
 DOCUMENT_LINES = 10
 # A shell's prompt copied with a command: "PS C:\\repo> .\\setup.ps1", "C:\\repo>dir", "me@box:~/app$ make".
-_SHELL_PROMPT = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>|[A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$#\s]*\s?[$#]|\$)\s*\S")
+_SHELL_PROMPT = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>\s*|[A-Z]:\\[^>]*>\s*|[\w.-]+@[\w.-]+:[^$#\s]*\s?[$#]\s*|\$\s+)\S")
 # A script's status line, indented under its step: "  !!  profile : could not …", "  ->  Linking …", "  OK  skills".
 _STATUS_LINE = re.compile(r"^\s{2,}(?:!!|->|=>|OK|--|\[(?:OK|x|!|\+|-)\])\s+\S")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•・]|\d+[.)、]|[（(]?\d+[)）])\s*\S")
 # A table row copied from a spreadsheet or a rendered page: cells separated by tabs.
 _TABLE_ROW = re.compile(r"\S\t+\S.*\t")
 
@@ -225,7 +226,9 @@ def passages(prompt: str) -> list[Passage]:
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
             out.append(Passage(block, False, "quoted"))
             continue
-        if len(lines) >= DOCUMENT_LINES and sum(_technical_lines(lines)) * 2 < len(lines):
+        if (len(lines) >= DOCUMENT_LINES and sum(_technical_lines(lines)) * 2 < len(lines)
+                and sum(bool(_LIST_ITEM.match(line)) for line in lines) * 2 < len(lines)):  # fmt: skip
+            # An outline (headings over plain lines), not the user's own list, one item a line.
             # The user's words are at most the line that closes it ("… which of these do I use already?")
             out.append(Passage("\n".join(lines[:-1]), False, "document"))
             if index == len(blocks) - 1 and _prose(lines[-1]):
