@@ -180,3 +180,177 @@ def test_a_reply_that_picks_waits_unbriefed_and_one_that_adds_an_instruction_is_
     assert (pick.kind, pick.confidence) == ("decision", REPLY)
     [rule] = standing_statements("yes. also be sure to keep it usable on phones", answers_a_question=True)
     assert (rule.kind, rule.confidence) == ("rule", HEDGED)
+
+
+# --- Chinese: the shape of a message, not only its cue words --------------------------------------------
+
+
+@pytest.mark.parametrize("prompt", [
+    # questions without a question mark: a particle ending a clause, "whether", a question word
+    "另外以后我们的所有会话，需要我说归档你才会保存吗，还是会自动保存",
+    "模型切换以后我是否可以在设置里随时改",
+    # 以后 inside 可以后台 ("can … in the background") or narrating what comes later
+    "看板可以后台运行、定时刷新、自动汇总",
+    "我为了以后能够更顺利地协作，想先了解需要哪些基础设置",
+    # 偏好 as a noun (an ad plan's audience setting), not "I prefer"
+    "日预算计划的人群偏好只选了L2，地域偏好是全部",
+    # another model's reasoning the user pasted: it speaks of the user in the third person
+    "既然他决定部署，我应该给出清楚的下一步",
+    "用户现在问我哪种方式更合适，他的需求不只是装上，以后还要维护",
+])  # fmt: skip
+def test_chinese_questions_nouns_and_pasted_reasoning_are_no_instructions(prompt):
+    assert [s.text for s in standing_statements(prompt)] == []
+
+
+def test_a_chinese_rule_after_a_question_in_the_same_sentence_is_kept_without_the_question():
+    [statement] = standing_statements("能帮我清理一下下载目录吗，但是所有删除都要先问我")
+    assert statement.text == "但是所有删除都要先问我" and statement.confidence >= 0.9
+
+
+def test_as_far_as_possible_and_things_not_known_are_no_hedges():
+    [statement] = standing_statements("不清楚和不确定的地方绝对不要编造，一定要先问我")
+    assert statement.confidence >= 0.9  # 不确定 here is what to ask about, not the user unsure
+    [statement] = standing_statements("以后能自动完成的都尽可能自动完成，不要让我手动导出")
+    assert statement.confidence >= 0.9
+
+
+@pytest.mark.parametrize("prompt", [
+    # Claude's questions copied back, answered inline: its plan lines are not the user's rules
+    "1. 方案\n方案A：逐个文件夹整理——选A\n旧文件：是否直接删除？——是\n模板：是否留在原处？——是\n\n3. 风险控制\n整理前备份\n每次操作前确认",
+    # a pasted outline of someone else's principles, the user's question in its last line
+    "1. 先想清楚\n说明假设\n不要默默选一个\n2. 保持简单\n不需要的功能不要加\n只用一次的东西不要抽象\n"
+    "3. 小步修改\n只动必须动的\n没坏的东西不要重构\n4. 目标驱动\n多步骤任务先给计划\n这些原则里哪些我已经在用",
+    # a table row copied from a page
+    "能力\t可以后台运行任务、每次都自动检查\t需要逐轮交互\n方式\t直接执行\t只给建议",
+])  # fmt: skip
+def test_text_the_user_brought_into_the_prompt_gives_no_instruction(prompt):
+    assert [s.text for s in standing_statements(prompt)] == []
+
+
+# --- what the user asks to be kept: said to last, whatever its grammar ----------------------------------
+
+
+@pytest.mark.parametrize("prompt, kind, text", [
+    ("save in memory dont touch the prod database unless i ask for it, for every project", "rule",
+     "dont touch the prod database unless i ask for it"),
+    ("never run migrations yourself, save in your memory please", "rule", "never run migrations yourself"),
+    # at the end of a pasted error, typos and all
+    ("KeyError: 'tree'\n\nValid keys are: list, form and save memory we are runnig postgres16, not 14", "decision",
+     "we are runnig postgres16"),
+    ("i liked how you deploy with the compose file save for the future in teh momory, later check the cron", "rule",
+     "i liked how you deploy with the compose file"),
+    ("remember that the staging db is read only", "rule", "the staging db is read only"),
+    ("add this to CLAUDE.md: tests run with pytest -n 2", "rule", "tests run with pytest -n 2"),
+    ("好的，你把部署步骤写进 CLAUDE.md 里，需要时再看", "rule", "好的，你把部署步骤写进 CLAUDE.md 里，需要时再看"),
+])  # fmt: skip
+def test_what_the_user_asks_to_keep_in_memory_is_briefed_in_their_words(prompt, kind, text):
+    [statement] = standing_statements(prompt)
+    assert (statement.kind, statement.text, statement.confidence) == (kind, text, 0.95)
+
+
+def test_a_list_the_user_asks_to_put_in_claude_md_is_one_rule_an_item():
+    found = standing_statements("在CLAUDE.md里写几条原则：\n1.少说话，多做事\n2.不确定就问我")
+    assert [s.text for s in found] == ["少说话，多做事", "不确定就问我"]
+
+
+@pytest.mark.parametrize("prompt", [
+    "can you save in your memory where the docker folder is?",  # a question: nothing kept yet
+    "add memory search to the worker",
+    "use a generator here to save memory",
+    "this will save memory and time on big files",
+    "keep it in memory instead of writing it to disk",
+    "能把这些写进 CLAUDE.md 吗",
+])  # fmt: skip
+def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
+    assert standing_statements(prompt) == []
+
+
+@pytest.mark.parametrize("prompt, kind", [
+    # design decisions said in the first person, inside a longer message: said once
+    ('I like the names "draft", "review" and "final" for the three stages.', "decision"),
+    ("<ide_opened_file>The user opened the file /src/api/sync.ts in the IDE. This may or may not be related "
+     "to the current task.</ide_opened_file> I'm leaning towards a separate export endpoint. I feel that is clearer.",
+     "decision"),
+    ("But I still want to use the existing render_for_response helpers like render_budget_for_response", "preference"),
+    ("I want to add a test for the empty state. Help me think through how we'll do this before you suggest changes.",
+     "rule"),
+    ("I think I want to leave render_totals mostly as is initially and later make it handle only the deltas", "decision"),
+    ("I like the loop change. PlainDate is mutable so only call addDays on a copied variable.", "rule"),
+])  # fmt: skip
+def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
+    assert [k for k, _ in said_once(prompt)] == [kind]
+    assert briefed(prompt) == []
+
+
+@pytest.mark.parametrize("prompt", [
+    "I like option 2 to avoid another endpoint.",
+    "I like the names you picked",  # a reaction, no naming decided
+    "i still want to use it",  # about the thing at hand
+    "Help me think through this.",
+    "Please ensure it's running on port 8081",
+    "only change the tests in this file",
+    "I want to leave it as is",
+])  # fmt: skip
+def test_reactions_and_requests_of_the_moment_are_not(prompt):
+    assert standing_statements(prompt) == []
+
+
+@pytest.mark.parametrize("prompt, kind", [
+    # a request over a kind of case, after a mistake
+    ("上次你把我的表格覆盖了，我需要你针对会覆盖文件的操作都先提醒我", "rule"),
+    # a time to come and a prohibition
+    ("我下次导入新的客户名单时，不能导入已经拉黑的客户", "rule"),
+    # how to think about the work
+    ("我需要你用长期复购的思维去设计这个活动", "preference"),
+])  # fmt: skip
+def test_chinese_requests_that_hold_beyond_the_task(prompt, kind):
+    [statement] = standing_statements(prompt)
+    assert statement.kind == kind and statement.confidence >= 0.9
+
+
+@pytest.mark.parametrize("prompt", [
+    "我需要你帮我把全店商品导出一份表格",  # one task
+    "下次再说吧",
+    "我需要你先整理这个文件夹",
+])  # fmt: skip
+def test_chinese_tasks_are_not(prompt):
+    assert standing_statements(prompt) == []
+
+
+def test_a_rule_in_the_users_thinking_aloud_is_a_design_still_in_talk():
+    prompt = ("I'm trying to think of all the cases but the big idea is that if the start date changed and there is "
+              "data in older months, we need to clear it, but we must always rerun the totals if the start date is sent "
+              "up from the device and we need to start from that month help me think through this")  # fmt: skip
+    assert standing_statements(prompt) == []
+
+
+def test_of_a_long_run_on_sentence_the_clause_that_says_it_is_kept():
+    prompt = ("the export page is slow and the numbers look off for the older months and i have been going back and "
+              "forth on the sums for a while now without getting anywhere near a version that i would be happy to ship "
+              "to everyone on the team, and i also want you to keep the changelog current throughout sessions not just "
+              "when i ask for it because i keep forgetting what changed")  # fmt: skip
+    [statement] = standing_statements(prompt)
+    assert statement.text.startswith("i also want you to keep the changelog current throughout sessions")
+
+
+def test_who_decides_is_a_rule_and_decision_making_no_decision():
+    [statement] = standing_statements("可以清理，但是所有覆盖动作都要给我决策")
+    assert statement.kind == "rule"
+    [statement] = standing_statements("我的精力有限，我做判断和决策，执行交给你")
+    assert statement.kind == "rule"
+
+
+@pytest.mark.parametrize("prompt, found", [
+    ("dont use lambdas", True),
+    ("donts add emojis", True),  # a stray letter
+    ("don't use that", False),
+    ("don't add the test", False),
+    ("don't revert anything", False),
+])  # fmt: skip
+def test_a_prohibition_of_a_whole_kind_of_thing_is_said_once(prompt, found):
+    assert said_once(prompt) == ([("rule", prompt)] if found else [])
+
+
+def test_whatever_in_chinese_asks_nothing():
+    [statement] = standing_statements("不管什么情况，都不要直接删除我的文件")
+    assert statement.kind == "rule"

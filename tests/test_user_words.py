@@ -134,3 +134,28 @@ def test_a_terminals_output_pasted_between_the_users_words():
     after = ('URL: http://192.168.86.60:8081/session/start Response: { "code": 0, "msg": "", "data": null } \n'
              "start adding a version number to the ui of the plugin eqch time")  # fmt: skip
     assert own_words(after) == ["start adding a version number to the ui of the plugin eqch time"]
+
+
+def test_what_follows_a_pasted_shell_prompt_is_its_output_not_the_users_words():
+    prompt = ("PS C:\\work\\tools> .\\install.ps1 -Force\n\n=====\n  Tools Setup\n=====\n\n"
+              "  -> Step 1: link the config\n  You can always rerun this step by hand if needed\n\n"
+              "  Summary: done")  # fmt: skip
+    # the output's lines, however worded, are material; a short last paragraph may be the user again
+    assert own_words(prompt) == ["  Summary: done"]
+
+
+def test_a_scripts_status_lines_quoted_inline_are_output():
+    prompt = ("all good on the laptop, only issue with  -> Setting up the shell profile\n"
+              "  !!  profile : could not write the profile, the path is empty\n"
+              "  You can manually add the alias later if needed")  # fmt: skip
+    assert own_words(prompt) == ["all good on the laptop, only issue with  -> Setting up the shell profile"]
+
+
+def test_the_users_own_long_list_one_item_a_line_stays_theirs():
+    prompt = "\n".join(f"- rule {i}: keep the module names short and lower case" for i in range(12))
+    assert own_words(prompt) == [prompt]
+
+
+def test_a_dollar_amount_is_no_shell_prompt():
+    prompt = "$5 a month is fine for the hosting\n{\"plan\": \"basic\", \"price\": 5}\n\nso always pick the basic plan"
+    assert own_words(prompt)[-1] == "so always pick the basic plan"

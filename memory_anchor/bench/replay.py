@@ -49,7 +49,7 @@ CLAUDE_CODE_TEXT = ("Caveat: The messages below", "<command-name>", "<command-me
                     "<bash-input>", "<bash-stdout>", "<ide_opened_file>", "<ide_selection>")  # fmt: skip
 GOALS = {"rules": 2, "next_steps": 5, "recall": 0.95, "search": 0.92, "chars": 10_000, "last_sessions": 4,
          "claude_code_text": 0, "import_seconds": 30.0}  # fmt: skip
-_FACT_REF = re.compile(r"\(fact ([0-9a-f]{8})\)")
+_FACT_REF = re.compile(r"[(;] ?fact ([0-9a-f]{8})\)")  # "(fact …)" of a rule, "(said …; fact …)" of one said once
 
 
 @dataclass
@@ -191,7 +191,9 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
         figures["briefing"] = briefing
         figures["chars"] = len(briefing)
-        figures["rules"] = [_with_source(line, facts) for line in instruction_lines(briefing)]
+        said_once = run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]
+        known = {**facts, **{f["id"][:8]: f for f in said_once}}  # a said-once line's fact is pending
+        figures["rules"] = [_with_source(line, known) for line in instruction_lines(briefing)]
         figures["next_steps"] = section(parts, "Open next steps")
         figures["facts"] = section(parts, "Verified facts")
         figures["stored"] = {"facts": len(facts),
@@ -259,11 +261,13 @@ def standing_statements_of_every_project(run, files: list[Path], via: str) -> di
         cwds.setdefault(session["project"], session.get("cwd") or str(run.work))
     briefed, pending = [], []
     for project, cwd in cwds.items():
-        facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"]}
+        waiting = run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]
+        # the briefing's said-once lines are pending facts: their quote and session are found there
+        facts = {f["id"][:8]: f for f in run.client.get("/api/v1/facts", project=project, limit=1000)["results"] + waiting}
         for line in instruction_lines(run.context_at(cwd, via)):
             rule = _with_source(line, facts)
             briefed.append({"text": rule["text"] or line, "line": line, "quote": rule["quote"], "session": rule["session"]})
-        for fact in run.client.get("/api/v1/facts", project=project, status="pending", limit=1000)["results"]:
+        for fact in waiting:
             if fact.get("type") in STANDING_TYPES:
                 pending.append({"text": fact["text"], "quote": (fact.get("data") or {}).get("quote"), "session": fact.get("session_id")})
     return {"briefed": briefed, "pending": pending}

@@ -28,23 +28,38 @@ def _any(*patterns: str) -> re.Pattern[str]:
 
 # Chinese, Japanese and Korean cue words of standing statements (instructions.py reads English by form).
 CJK_RULE = _any(
-    r"以后|今后|从现在起|从今以后|往后|始终|总是|一律|务必|每次|不要再|别再|不要|不许|不准|禁止|千万别|永远不要|必须",
+    # 以后 is "from now on" before an instruction, not inside 可以后台 ("can … the background"), nor
+    # "later I …" / "later be able to …" (以后我, 以后能够), which narrate
+    r"(?<![可所])以后(?![我能会可])|今后|从现在起|从今以后|往后|始终|总是|一律|务必|每次|不要再|别再|不要|不许|不准|禁止|千万别|永远不要|必须"
+    # "every … must …": a quantifier over all cases and an obligation ("所有删除都要先问我")
+    r"|(?:所有|任何|凡是|一切|全部)[^，,。；]{0,20}都(?:要|得|必须|不|别|先)"
+    # "I need you to … for every risky operation …": a request over a kind of case, not one task
+    r"|我(?:需要|希望|要)你[^。；]{0,30}?(?:针对|凡是|所有|任何|每次|遇到|涉及)[^。；]{0,30}?(?:要|都|必须|先)"
+    # the user keeps the decisions: "删除都要给我决策", "我做判断和决策"
+    r"|(?:给我|由我|让我|我来|我做)[^，,。；]{0,4}决策|由我(?:来)?决定"
+    # "next time …, never …": a time to come and a prohibition or an obligation
+    r"|(?:下次|下一次|今后|每当|将来)[^。；]{0,20}?(?:不能|不可以|不要|别|必须|要先)",
     r"今後|これから(は|も)|常に|いつも|必ず|毎回|しないで|しないこと|使わないで|禁止|やめて|ないように",
     r"앞으로|항상|언제나|반드시|매번|하지\s?마|하지\s?말|쓰지\s?마|사용하지\s?마|금지",
 )
 CJK_DECISION = _any(
-    r"决定|决策|定下来|就用|改用|换成|统一用|采用|而不是|代替|取代|不再用",
+    # 决策 is a noun ("decision-making"), no decision announced: who decides is a rule (CJK_RULE)
+    r"决定|定下来|就用|改用|换成|统一用|采用|而不是|代替|取代|不再用",
     r"決定|決めた|決めました|ことにし|に変更|に切り替え|の代わりに|ではなく|を採用",
     r"결정|하기로|쓰기로|사용하기로|대신|로 바꾸|으로 바꾸|로 변경|으로 변경",
 )
 CJK_PREFERENCE = _any(
-    r"更喜欢|偏好|优先用|优先使用|倾向于",
+    # 偏好 said by the user ("我偏好"); alone it is as often a noun (人群偏好, "audience preference")
+    r"更喜欢|(?:我|我们)(?:更|比较)?偏好|优先用|优先使用|倾向于"
+    # how the user wants the assistant to think or work ("我需要你结合…的思维去…")
+    r"|我(?:需要|希望|要)你[^。；]{0,20}?(?:思维|思路|原则|方式|习惯|风格|态度)",
     r"好み|好きです|優先して|の方がいい",
     r"선호|더 좋아",
 )
 HEDGE = _any(
     r"\b(maybe|perhaps|might|i think|i guess|not sure|probably|could we|should we)\b",
-    r"也许|可能|我觉得|好像|不确定",
+    # 尽可能 is "as far as possible"; 不确定 hedges when the speaker is unsure (我不确定), not in "不确定的事情"
+    r"也许|(?<!尽)可能|我觉得|好像|(?:我|还)不确定",
     r"かもしれない|たぶん|多分|と思う",
     r"아마|것 같|글쎄",
 )

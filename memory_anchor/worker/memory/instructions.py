@@ -23,9 +23,16 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    time"), "X must be …" of a thing, "let's have one X for …", "I want to have
    X that …", "X runs from /path". Read per sentence, per sentence the user ran
    together without a capital, and per clause with its own subject inside a
-   longer one ("update the docs and i also want you to …").
+   longer one ("update the docs and i also want you to …"). Design decisions
+   said in the first person ("I like the names X for Y", "I'm leaning towards
+   X", "I still want to use X") are said once; what follows the user thinking
+   aloud ("I'm trying to think … the big idea is …") is a design still in talk.
+   What the user asks to be kept ("save in your memory …", "remember that …",
+   "put this in CLAUDE.md: …") is said plainly, whatever its grammar.
    Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
-   under the same tests of place, question and one-off.
+   under the same tests of place, question and one-off; a Chinese question
+   needs no question mark (吗 ending a clause, 是否, 什么), and a sentence about
+   a third person (他的…, 用户问…, 我应该…) is another model's reasoning pasted.
 
 Confidence follows the fact layer's tiers (docs/memory-model.md): said plainly, 0.95 (active, briefed); a
 convention in passing, 0.9; hedged, or one of the forms above that are usually
@@ -79,7 +86,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 
 
 # Words before the instruction that change nothing: "btw", "also", "please", "oh and", "one more thing:".
-_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
+_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|but|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
                r"thanks?(?: you)?|important|remember this|rule|please|pls|just|yes|yeah|right|great|good|cool|"
                r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope|well|actually|honestly|"
                r"i think(?: that)?|i guess|i feel like|critically|crucially|importantly)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
@@ -96,7 +103,11 @@ _LASTING_FRAME = _re(
 # Said to hold until the user changes it, even when it also says "for now".
 _UNTIL_CHANGED = _re(r"\buntil (?:(?:i|we) (?:say|tell you|decide) otherwise|told otherwise|further notice|(?:i|we) change (?:it|that|this))\b")
 _ALWAYS_NEVER = _re(r"^(?:always|never)\b(?!\s+mind\b)")
-_PROHIBITION = _re(r"^(?:(?:do not|don'?t|dont|never ever|please don'?t|pls don'?t)\s+(?:ever\s+)?)([a-z]+)")
+_PROHIBITION = _re(r"^(?:(?:do not|don'?ts?|never ever|please don'?t|pls don'?t)\s+(?:ever\s+)?)([a-z]+)")
+# A prohibition of a whole kind of thing, the bare plural ("don't use hooks", "dont add emojis"): not of one
+# thing at hand ("don't use that", "don't add the test").
+_NO_KIND_OF = _re(r"^(?:do not|don'?ts?|please don'?t|pls don'?t)\s+(?:use|add|create|write|put|import|make|leave)\s+"
+                  r"(?:any\s+)?(?!this\b|these\b|those\b|that\b|them\b|it\b|the\b|a\b|an\b|my\b|your\b)[a-z_-]+s$")
 _STOP_DOING = _re(r"^(?:stop|quit|no more)\s+\w+ing\b|^no more\s+\w+")
 _MODAL_WE_YOU = _re(r"^(?:you|we)\s+(?:should|must|need to|have to|shall|are to|'ll|will)\s+(?:always|never|not ever)\b"
                     r"|^(?:you|we)\s+(?:always|never)\s+(?!seem|get|got|had|have been)\w+")  # fmt: skip
@@ -201,9 +212,16 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
     instruction it adds ("yes. also be sure to …") is said once (HEDGED).
     """
     out: list[Statement] = []
+    listing = False  # after "put these principles in CLAUDE.md:", each item is one
     for paragraph in own_words(prompt):
         for sentence in sentences(paragraph):
-            statement = _statement(sentence)
+            kept = _to_keep(sentence)
+            if kept == "":
+                listing = True
+                continue
+            if listing and kept is None and not is_fragment(sentence) and not _asks_at_all(sentence):
+                kept = clean_sentence(_NUMBERED.sub("", sentence))
+            statement = _kept(kept) if kept else _statement(sentence)
             if statement is not None and answers_a_question and statement.confidence < PLAIN:
                 statement.confidence = REPLY if statement.kind == "decision" else min(statement.confidence, HEDGED)
             if statement is not None:
@@ -211,11 +229,58 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
     return _unique(out)
 
 
+# What the user asks to be kept for later: "save in your memory …", "remember that …", "记住 …", "写进 CLAUDE.md".
+# Said of memory itself, it is a lasting instruction whatever its grammar ("save memory we are on odoo 18").
+_MEMORY = r"(?:m[eo]m[oe]?r(?:y|ies)|claude\.md|agents\.md)"
+# Not memory as in RAM: "keep it in memory", "to save memory" (no "your"/"the" before it, or a purpose).
+_KEEP_IT = _re(rf"\b(?:save|store|put|keep|add|write|note|record)\b(?:\s+(?:it|this|that|these|those|them))?(?:\s+for (?:the )?future)?"
+               rf"\s+(?:in|to|into|on)\s+(?:your|the|my|teh|ur)\s+{_MEMORY}\b(?:\s+(?:please|pls|too|also))?|"
+               rf"\b(?:save|add|write|put)\b(?:\s+(?:it|this|that|these|those|them))?\s+(?:in|to|into)\s+(?:claude|agents)\.md\b|"
+               rf"(?:^|,\s*|\b(?:and|also|please|pls)\s+)save\s+(?:(?:it|this|that)\s+)?(?:in\s+)?m[eo]m[oe]?ry\b(?=\s*[:-]?\s+(?:please\s+)?\w+\s+\w+\s+\w+|\s*[,.!]?\s*$)|"
+               r"^(?:please\s+)?remember\s+(?:that|this)\b[\s,:]*")  # fmt: skip
+_KEEP_IT_CJK = re.compile(rf"(?i)记住|记下来|(?:更新|写|加|添加|输入|保存|存|记)[^，,。；]{{0,4}}?{_MEMORY}|(?:记忆|{_MEMORY})(?:文件)?(?:中|里)?(?:输入|写入|写|加入|添加|加上)")
+
+
+def _to_keep(sentence: str) -> str | None:
+    """What a sentence asks to be kept, in its words; "" when it introduces a list of them ("在 CLAUDE.md 中写入几个
+    原则："), None when it asks nothing of the kind. A question ("can you save … ?") keeps nothing yet."""
+    cjk = has_cjk(sentence)
+    match = (_KEEP_IT_CJK if cjk else _KEEP_IT).search(sentence)
+    if match is None or _asks_at_all(sentence):
+        return None
+    if sentence.rstrip().endswith((":", "：")):
+        return ""
+    if cjk:
+        return clean_sentence(sentence)
+    # The side of the request that holds the instruction: "save in memory not write docs unless asked",
+    # "never execute git, save in your memory please", "… and save memory we are on odoo18, now is list".
+    after = re.split(r"[,;]", sentence[match.end():], maxsplit=1)[0].strip(" .,;:-")
+    before = re.split(r"[,;]|\band\s*$", sentence[: match.start()].rstrip(" ,;-"))[-1].strip(" .,;:-")
+    before = re.sub(r"(?i)\s*\b(?:and|also|so|please)\s*$", "", before).strip()
+    said = after if len(after.split()) >= 3 else before
+    return clean_sentence(said) if len(said.split()) >= 3 else None
+
+
+_NUMBERED = re.compile(r"^\s*\d+\s*[.、)）]\s*")
+
+
+def _kept(text: str) -> Statement:
+    """What the user asked to keep: plain, for they said it is to last."""
+    kind = "decision" if re.match(r"(?i)(?:we|our|the project|this project)\b", text) else "rule"
+    return Statement(kind, text, PLAIN, replaced_terms(text))
+
+
+def _asks_at_all(sentence: str) -> bool:
+    return _asks(sentence) or (has_cjk(sentence) and bool(_CJK_ASKS.search(sentence)))
+
+
 _PIECE_BREAK = re.compile(r"(?<=[.!?;])\s+")  # a new sentence, even one the user did not capitalise
 # Where an instruction may start inside a sentence: "update the docs and i also want you to …".
 # A clause after "and"/"but" without its own subject shares the sentence's ("I can track …, but always
 # return"), so it opens an instruction only with a subject or an instruction's own words.
 _CLAUSE_START = _re(r"(?:,\s*|\s+)(?:and|but|so|also|then|plus)\s+(?=(?:i|we|you|also|please|make sure|be sure)\b)"
+                    # what a fact implies for the work: "X is mutable so only run those on a copy"
+                    r"|(?:,\s*|\s+)so\s+(?=(?:always|never|only)\s+[a-z])"
                     r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|from now on|going forward)\b)")  # fmt: skip
 
 
@@ -228,14 +293,19 @@ def _statement(sentence: str) -> Statement | None:
     if len(text) < 6:
         return None
     if has_cjk(text):
-        if _asks(sentence) or (ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence)):
+        sentence = _without_leading_questions(sentence)
+        if not sentence or _asks(sentence) or _CJK_ASKS.search(sentence) or _OF_SOMEONE_ELSE.search(sentence):
             return None
-        return _cjk_statement(sentence, text)
+        if ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence):
+            return None
+        return _cjk_statement(sentence, clean_sentence(sentence))
     pieces = [p for p in _PIECE_BREAK.split(sentence.strip()) if p.strip()]
     for piece in pieces:
         if _asks(piece) or (ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece)):
             continue
         for clause in _clauses(piece):
+            if clause is not piece and _DELIBERATES.search(piece[: len(piece) - len(clause)]):
+                continue  # "I'm trying to think … but the big idea is …, we must always …": a design still in talk
             found = _english_form(clean_sentence(clause))
             if found is None:
                 continue
@@ -243,10 +313,17 @@ def _statement(sentence: str) -> Statement | None:
             if HEDGE.search(piece):
                 confidence = min(confidence, HEDGED)
             # The whole sentence when it is short (what the user said around it is the context);
-            # of a long one, the piece that says it.
+            # of a long one, the piece that says it, or the clause when the piece is long too.
             said = text if len(sentence) <= MAX_STATEMENT_CHARS else clean_sentence(piece)
+            if len(piece) > MAX_STATEMENT_CHARS and clause is not piece:
+                said = clean_sentence(clause)
             return Statement(kind, said, confidence, replaced_terms(piece))
     return None
+
+
+# The user thinking aloud: what a clause after this says is a design under discussion, not yet an instruction.
+_DELIBERATES = _re(r"\b(?:trying to (?:think|figure|work out)|i'?m (?:thinking|wondering|not sure)|i wonder|"
+                   r"(?:the )?(?:big |main |rough )?idea is)\b")  # fmt: skip
 
 
 def _clauses(piece: str) -> list[str]:
@@ -346,7 +423,9 @@ def _english_form(text: str) -> tuple[str, float] | None:
     if _PROHIBITION.match(core):  # "don't revert anything" is about the task at hand; "don't ever …" lasts
         if framed or _re(r"\b(?:ever|again|anymore|any more)\b").search(core):
             return "rule", PLAIN
-        return ("rule", HEDGED) if _lasting(core) else None
+        if _lasting(core) or _NO_KIND_OF.match(core):
+            return "rule", HEDGED
+        return None
     if _STOP_DOING.match(core):
         return "rule", PLAIN if framed else USUAL
     if _WE_WILL_USE.match(core) and not _WORK_STEP.search(core):
@@ -368,9 +447,35 @@ def _english_form(text: str) -> tuple[str, float] | None:
     return _said_once_form(core)
 
 
+# Design decisions said in the first person, each usually but not always one that holds: "I like the
+# names X, Y and Z for the three steps", "I still want to use the existing X functions", "I'm leaning
+# towards a sync-type parameter". Not "I like option 2" (an option pick, refused before this).
+_I_LIKE_NAMES = _re(r"^i\s+(?:really\s+)?(?:like|prefer|want)\s+(?:the\s+)?(?:names?|naming|terms?)\b.{3,}\bfor\b")
+_I_KEEP_USING = _re(r"^i\s+(?:still|also|really)\s+(?:want|'d like|would like|prefer)\s+to\s+(?:keep\s+)?(?:use|using|reuse|reusing|stick with)\s+\S")
+# "I want to leave get_totals mostly as is and …": what stays as it is, decided.
+_LEAVE_AS_IS = _re(r"^i\s+(?:still\s+)?(?:want|'d like|would like)\s+to\s+(?:leave|keep)\s+(?!(?:it|this|that|them|these|those)\b)\S+.{0,40}?\bas (?:is|it is)\b")
+# A restriction said as what a fact implies ("… so only run those on a copy"): only after "so" (see _CLAUSE_START);
+# "only change the tests" alone scopes the task at hand.
+_ONLY_DO = _re(r"^only\s+(?:run|call|use|edit|change|modify|touch|write|mutate|apply|do)\b(?=.*\b(?:on|in|with|through|via)\b)")
+_LEANING = _re(r"^(?:i'?m|i am|we'?re|we are)\s+leaning\s+(?:towards?|to)\s+\S")
+# An order of work: "help me think through it before you suggest changes".
+_BEFORE_YOU = _re(r"\bbefore\s+(?:you|we)\s+(?:suggest|make|propose|write|implement|start|change|edit|touch|code)\w*\b")
+_ASKS_FOR = _re(r"^(?:help|talk|think|discuss|explain|walk|check|ask|show|tell|plan|outline)\b")
+
+
 def _said_once_form(core: str) -> tuple[str, float] | None:
     """The forms a lasting instruction takes without "always" or "never", each usually but not always
     one: said once, they are briefed marked as such (HEDGED) until confirmed."""
+    if _I_LIKE_NAMES.match(core) or _LEANING.match(core):
+        return "decision", HEDGED
+    if _I_KEEP_USING.match(core) and not _ABOUT_THIS.search(core):
+        return "preference", HEDGED
+    if _LEAVE_AS_IS.match(core):
+        return "decision", HEDGED
+    if _ONLY_DO.match(core) and not _TASK_BOUND.search(core):
+        return "rule", HEDGED
+    if _BEFORE_YOU.search(core) and (_looks_imperative(core) or _ASKS_FOR.match(core)):
+        return "rule", HEDGED
     if _lasting(core) and (_looks_imperative(core) or _WANT_YOU_TO.match(core) or _MODAL.match(core)):
         return "rule", HEDGED
     if _lasting(core, _KEPT_UP) and (_WANT_YOU_TO.match(core) or _MODAL.match(core) or _IT_SHOULD_LAST.match(core)):
@@ -396,6 +501,27 @@ _IMPERATIVE = _re(r"^(?:use|run|add|write|keep|put|make|avoid|follow|commit|push
 
 def _looks_imperative(core: str) -> bool:
     return bool(_IMPERATIVE.match(core))
+
+
+# A Chinese question needs no question mark: a particle at the end of a clause ("…你才会操作吗，还是…"),
+# "whether", or a question word.
+# Not "whatever" (不管什么, 无论怎么, 什么都): a question word that asks nothing.
+_CJK_ASKS = re.compile(r"[吗嘛呢][\s，,。！!]*$|[吗嘛][，,]|是否|为什么|为啥|如何|能不能|可不可以|是不是|有没有|要不要|会不会|"
+                       r"对不对|行不行|好不好|(?<!不管)(?<!无论)(?<!或多或少)(?:怎么|什么|哪[个些里儿种]|多少)(?![都也])")  # fmt: skip
+# Words about a third person ("他的深层需求…", "用户现在问我…", "我应该给出…"): another model's reasoning or
+# a story the user pasted, not what they ask of the assistant.
+_OF_SOMEONE_ELSE = re.compile(r"(?:^|[，,。；：:]|既然|因为|而且|所以|但是?|接着|然后|如果|虽然|考虑到)\s*[他她](?![们人])|"
+                              r"用户(?:现在|刚才|问|说|想|希望|提到)|我应该")  # fmt: skip
+_CJK_CLAUSE = re.compile(r"(?<=[，,])")
+
+
+def _without_leading_questions(sentence: str) -> str:
+    """The sentence without the questions it opens with ("那可以帮我清理c盘吗，但是…都要给我决策"): what
+    follows them may still lay down a rule."""
+    clauses = _CJK_CLAUSE.split(sentence)
+    while clauses and _CJK_ASKS.search(clauses[0].rstrip("，, ")) and len(clauses) > 1:
+        clauses = clauses[1:]
+    return "".join(clauses).strip()
 
 
 def _cjk_statement(sentence: str, text: str) -> Statement | None:

@@ -113,6 +113,21 @@ _CODE_CHARS = set("{}[]()<>;=|\\$#*`/_")
 _TERMINAL_GLYPH = re.compile(r"^\s*[\u23bf\u23fa\u25cf\u273b\u2733\u2736\u2502\u2514\u251c\u250c\u256d\u2570\u2590\u259d\u2598\u2500-\u257f]")
 
 
+# Claude's questions copied back with the user's answer after each ("是否直接删除？——是"): the lines
+# without an answer are Claude's text, and the answers pick among what it offered.
+_ANSWERED_INLINE = re.compile(r"[?？][)）]?\s*(?:——|--|—|->|=>)\s*\S")
+# A list this long in one paragraph is a document or another tool's output the user brought (an outline,
+# a checklist, a table), not a message they wrote line by line.
+DOCUMENT_LINES = 10
+# A shell's prompt copied with a command: "PS C:\\repo> .\\setup.ps1", "C:\\repo>dir", "me@box:~/app$ make".
+_SHELL_PROMPT = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>\s*|[A-Z]:\\[^>]*>\s*|[\w.-]+@[\w.-]+:[^$#\s]*\s?[$#]\s*|\$\s+)\S")
+# A script's status line, indented under its step: "  !!  profile : could not …", "  ->  Linking …", "  OK  skills".
+_STATUS_LINE = re.compile(r"^\s{2,}(?:!!|->|=>|OK|--|\[(?:OK|x|!|\+|-)\])\s+\S")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•・]|\d+[.)、]|[（(]?\d+[)）])\s*\S")
+# A table row copied from a spreadsheet or a rendered page: cells separated by tabs.
+_TABLE_ROW = re.compile(r"\S\t+\S.*\t")
+
+
 @dataclass
 class Passage:
     text: str
@@ -124,7 +139,7 @@ def _technical(line: str) -> bool:
     stripped = line.strip()
     if not stripped:
         return False
-    if _LOG_LINE.match(line) or line.startswith(("\t", "    ")) or _JSON_KEY.search(line):
+    if _LOG_LINE.match(line) or line.startswith(("\t", "    ")) or _JSON_KEY.search(line) or _TABLE_ROW.search(line):
         return True
     symbols = sum(ch in _CODE_CHARS for ch in stripped)
     return len(stripped) >= 8 and symbols / len(stripped) > 0.12
@@ -135,7 +150,7 @@ def _technical_lines(lines: list[str]) -> list[bool]:
     indented, on the lines after it (the terminal wrapped it)."""
     out, pasting = [], False
     for line in lines:
-        glyph = bool(_TERMINAL_GLYPH.match(line))
+        glyph = bool(_TERMINAL_GLYPH.match(line) or _STATUS_LINE.match(line))
         pasting = glyph or (pasting and line.startswith("  "))
         out.append(pasting or _technical(line))
     return out
@@ -198,6 +213,8 @@ def passages(prompt: str) -> list[Passage]:
     if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
         # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
         return [Passage(text, False, "document")]
+    if sum(bool(_ANSWERED_INLINE.search(line)) for line in text.split("\n")) >= 2:
+        return [Passage(text, False, "answered inline")]
     out: list[Passage] = []
     material: str | None = None  # what the last introducer brought in; everything after it is that material
     for index, (block, fenced) in enumerate(blocks):
@@ -209,8 +226,18 @@ def passages(prompt: str) -> list[Passage]:
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
             out.append(Passage(block, False, "quoted"))
             continue
+        if (len(lines) >= DOCUMENT_LINES and sum(_technical_lines(lines)) * 2 < len(lines)
+                and sum(bool(_LIST_ITEM.match(line)) for line in lines) * 2 < len(lines)):  # fmt: skip
+            # An outline (headings over plain lines), not the user's own list, one item a line.
+            # The user's words are at most the line that closes it ("… which of these do I use already?")
+            out.append(Passage("\n".join(lines[:-1]), False, "document"))
+            if index == len(blocks) - 1 and _prose(lines[-1]):
+                out.append(Passage(lines[-1], True, "own"))
+            continue
         if sum(_technical_lines(lines)) * 2 >= len(lines):
             out += _split_pasted(block, opens=index == 0, closes=index == len(blocks) - 1)
+            if any(_SHELL_PROMPT.match(line) for line in lines):
+                material = "a terminal session"  # what follows a pasted shell prompt is its command's output
             continue
         if material is not None:
             # Material runs to the end, but for a short last paragraph: the user speaking again after the paste.
