@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -10,7 +11,7 @@ from typing import Any
 from memory_anchor.core.projects import is_excluded, project_for_cwd, relative_once
 from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
-from memory_anchor.core.redact import sanitize
+from memory_anchor.core.redact import redact_stored, sanitize
 from memory_anchor.worker.capture.replies import passages
 from memory_anchor.worker.capture.transcript import read_turn_texts
 from memory_anchor.worker.memory.text import clip
@@ -29,6 +30,10 @@ def summary_id(session_id: str) -> str:
 class Sessions:
     def __init__(self, services):
         self.services = services
+        # Whether Claude's last message asked the user something, for a session whose latest Stop
+        # had its summary version left to a later Stop of the same batch (`unwritten_summary`):
+        # the stored summary does not say it yet. Cleared when the session's summary is written.
+        self._asked_unwritten: dict[str, bool] = {}
 
     def touch(self, conn, event: InboxEvent) -> dict[str, Any]:
         """Create or refresh the session row for an event; returns it (plus `excluded`)."""
@@ -75,6 +80,9 @@ class Sessions:
 
     def last_message_asked(self, conn, event: InboxEvent, session: dict[str, Any]) -> bool:
         """Did Claude's last message in this session end with a question to the user (its summary says)?"""
+        asked = self._asked_unwritten.get(event.session_id or "unknown")
+        if asked is not None:
+            return asked
         summary = Records.get(conn, summary_id(event.session_id or "unknown"), resolve_view(conn, session["branch"]))
         return bool(summary and (summary.get("data") or {}).get("asks_user"))
 
@@ -147,8 +155,23 @@ class Sessions:
             ))  # fmt: skip
         return written
 
+    def unwritten_summary(self, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
+        """The summary a superseded Stop would have stored, as the after-event hooks read a stored one
+        (its outcome opens and closes steps, its root causes become facts), and not stored: a later
+        Stop of the batch writes the session's next version."""
+        session_id = event.session_id or "unknown"
+        self._asked_unwritten[session_id] = bool(summary.asks_user)
+        # As the storage door would have kept it (memory_anchor/worker/store/db.py).
+        data = json.loads(redact_stored(json.dumps(summary.model_dump(), ensure_ascii=False)))
+        return {
+            "id": summary_id(session_id), "kind": "summary", "text": redact_stored(summary.text), "data": data,
+            "session_id": session_id, "project": session["project"], "branch": session["branch"],
+            "happened_at": happened_at(event), "source_id": f"inbox:{event.id}", "stored": False,
+        }  # fmt: skip
+
     def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
         session_id = event.session_id or "unknown"
+        self._asked_unwritten.pop(session_id, None)
         if self.services.shared_store and summary.request:
             # On a team database a summary is shared while the prompts it quotes are their
             # author's alone: the team gets the outcome (done, root causes, next), not the asking.
