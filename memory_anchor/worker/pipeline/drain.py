@@ -480,10 +480,11 @@ def superseded_stops(events: list[InboxEvent]) -> set[int]:
     An imported session (or a worker catching up) brings many Stops a batch, and each rewrote the
     session's summary from all of its records: hundreds of versions nobody reads, each stored,
     keyword-indexed and embedded. A Stop is superseded when, later in the batch, its session has
-    a person's prompt (so the later summary has something new and is written) and then a Stop
-    that ends a turn with a message of its own (its summary reads that message, not the one
-    before: `keep_outcome` only applies without one) and waits for no background work. Live
-    sessions, one Stop at a time, keep every version.
+    a prompt (a record newer than what this Stop read, so the later summary is written) and then
+    a Stop that ends a turn with a message of its own (its summary reads that message, not the one
+    before: `keep_outcome` only applies without one) and waits for no background work. The final
+    summary is the one every Stop writing its version would have left. Live sessions, one Stop at
+    a time, keep every version.
     """
     superseded: set[int] = set()
     waiting: dict[str, list[int]] = {}  # session -> its Stops not yet known to be superseded
