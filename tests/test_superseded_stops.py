@@ -44,3 +44,32 @@ def test_an_imported_sessions_stops_write_one_summary_and_each_still_counts(work
     asked = {p["memory"]: bool(p["data"].get("answers_a_question"))
              for p in worker.get(f"/api/v1/prompts?limit=10&session_id={sid}")["results"]}  # fmt: skip
     assert asked == {turns[0][0]: False, turns[1][0]: True, turns[2][0]: False}
+
+
+def test_a_versions_observation_draft_is_made_once_and_again_after_a_purge(tmp_path):
+    """Every Stop re-reads the session's observations; each stored version's draft is kept, until a
+    purge (the one write that changes a stored version) makes them all be read afresh."""
+    from memory_anchor.worker.pipeline.compress.local import as_observation
+    from memory_anchor.worker.pipeline.sessions import Sessions
+    from memory_anchor.worker.store.db import Database
+    from memory_anchor.worker.store.purge import purge_record_text
+    from memory_anchor.worker.store.records import Records
+
+    db = Database(tmp_path / "memory.sqlite3")
+    try:
+        with db.transaction() as conn:
+            stored = [Records.put(conn, "observation", f"Edited app{n}.py", branch="main", actor="t", reason="captured",
+                                  project="/p", session_id="s", data={"title": f"Edited app{n}.py", "type": "change",
+                                  "files_modified": [f"app{n}.py"]}) for n in range(3)]  # fmt: skip
+            fact = Records.put(conn, "fact", "The zebracornquartz cluster runs previews", branch="main", actor="t",
+                               reason="ADD", project="/p")  # fmt: skip
+        sessions = Sessions(services=None)
+        first = sessions._observation_drafts(stored)
+        assert first == [as_observation(r) for r in stored]
+        assert all(a is b for a, b in zip(sessions._observation_drafts(stored), first))  # kept, not made again
+        with db.transaction() as conn:
+            purge_record_text(conn, fact["id"], "zebracornquartz")
+        renamed = [{**r, "data": {**r["data"], "title": "Edited [purged]"}} for r in stored]  # what a purge could leave
+        assert [d.title for d in sessions._observation_drafts(renamed)] == ["Edited [purged]"] * 3
+    finally:
+        db.close()

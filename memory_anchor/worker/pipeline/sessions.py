@@ -15,6 +15,8 @@ from memory_anchor.core.redact import redact_stored, sanitize
 from memory_anchor.worker.capture.replies import passages
 from memory_anchor.worker.capture.transcript import read_turn_texts
 from memory_anchor.worker.memory.text import clip
+from memory_anchor.worker.pipeline.compress.local import as_observation
+from memory_anchor.worker.store.purge import purges
 from memory_anchor.worker.store.records import Records, resolve_view
 from memory_anchor.worker.store.sessions import end_session, get_session, seen_session, session_branch, start_session
 
@@ -34,6 +36,10 @@ class Sessions:
         # had its summary version left to a later Stop of the same batch (`unwritten_summary`):
         # the stored summary does not say it yet. Cleared when the session's summary is written.
         self._asked_unwritten: dict[str, bool] = {}
+        # The observation drafts of stored versions, by seq: every Stop of a session re-reads all of
+        # its records, and a version never changes but by a purge (`purges`, which empties this).
+        self._drafts: dict[int, Any] = {}
+        self._drafts_purges = purges()
 
     def touch(self, conn, event: InboxEvent) -> dict[str, Any]:
         """Create or refresh the session row for an event; returns it (plus `excluded`)."""
@@ -111,7 +117,7 @@ class Sessions:
             return None
         # What the user asked: only what a person typed (not a prompt the SDK or a schedule sent).
         prompts = [r["text"] for r in activity if r["kind"] == "prompt" and typed_by_person(r)]
-        observations = [r for r in activity if r["kind"] == "observation"]
+        observations = self._observation_drafts([r for r in activity if r["kind"] == "observation"])
         last = event.payload.get("last_assistant_message")
         summary = self.services.distiller.session_summary(
             prompts, observations, last if isinstance(last, str) else None, local_only=event.local_only
@@ -119,6 +125,24 @@ class Sessions:
         if existing is not None and not (isinstance(last, str) and last.strip()):
             summary = keep_outcome(summary, existing.get("data") or {})
         return summary
+
+    def _observation_drafts(self, records: list[dict[str, Any]]) -> list[Any]:
+        """The records as the summary reads them (`as_observation`), each draft made once a version."""
+        if self._drafts_purges != purges() or len(self._drafts) > DRAFTS_KEPT:
+            self._drafts.clear()
+            self._drafts_purges = purges()
+        drafts = []
+        for record in records:
+            seq = record.get("seq")
+            if seq is None:  # not a stored version: nothing to keep it by
+                draft = as_observation(record)
+                drafts.extend([draft] if draft is not None else [])
+                continue
+            if seq not in self._drafts:
+                self._drafts[seq] = as_observation(record)
+            if self._drafts[seq] is not None:
+                drafts.append(self._drafts[seq])
+        return drafts
 
     def turn_replies(self, event: InboxEvent) -> list[str]:
         """The passages of Claude's texts in the turn a Stop ends worth keeping, redacted (capture/replies.py).
@@ -210,6 +234,7 @@ class Sessions:
 
 
 ACTIVITY = 200  # the records a summary reads: a session's first ones (what it was asked and did)
+DRAFTS_KEPT = 4096  # observation drafts kept between Stops: a few sessions' ACTIVITY
 
 
 def session_activity(conn, view, session_id: str) -> list[dict[str, Any]]:
