@@ -445,7 +445,7 @@ class Pipeline:
         """`draft`: a StopDraft (the session's summary so far or None, the passages of Claude's replies
         in the turn, and whether a later Stop of the same batch rewrites that summary)."""
         if not isinstance(draft, StopDraft):
-            draft = StopDraft(draft, [])
+            draft = StopDraft(*draft) if isinstance(draft, tuple) else StopDraft(draft, [])
         if event.event == "SessionEnd":
             self.sessions.end(conn, event)
         written: dict[str, Any] = {}
