@@ -269,10 +269,38 @@ def test_sanitize_limits_long_lists_in_the_same_pass() -> None:
         'ſecret = "hunter22"',  # the rules' case folding: U+017F long s is an s to them
         "3 passed; DB_PASSWORD=hunter22",
         "3 passed\npassword: hunter22",
+        # Text that is not ASCII, where the pre-checks fold case themselves
+        '✅ ſecret = "hunter22"',
+        "→ LOGİN: mysql -uroot -phunter22 db",
+        "— DB_PASSWORD=hunter22 ✓",
+        "密码: hunter22",
     ],
 )
 def test_the_cheap_pre_checks_never_hide_a_secret_from_the_rules(text: str) -> None:
     assert "hunter22" not in redact_text(text)
+
+
+def test_the_pre_checks_fold_every_character_as_the_rules_patterns_do() -> None:
+    """A keyword is found in the folded text exactly where a case-insensitive pattern finds it: each
+    character of the text folds to a keyword's character just when re matches it to that one."""
+    import re
+    import sys
+
+    from memory_anchor.core.redact import _GATES, _folded
+
+    assert _GATES is not None
+    alphabet = sorted({c for word in _GATES for c in word})
+    any_of = re.compile("(?i:[" + "".join(re.escape(c) for c in alphabet) + "])")
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        folded = _folded(char)
+        assert len(folded) == 1, hex(code)  # one for one: a keyword never straddles a character's folding
+        if any_of.fullmatch(char):
+            assert folded in alphabet and re.fullmatch(f"(?i:{re.escape(folded)})", char), hex(code)
+        else:
+            assert folded not in alphabet, hex(code)
 
 
 json_values = st.recursive(

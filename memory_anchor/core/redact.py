@@ -271,7 +271,7 @@ def redact_text(text: str) -> str:
         return text
     # Which rules may apply is judged once, on the text as it came: a marker
     # written by one rule never gives a later rule anything to find.
-    lowered = text.lower() if text.isascii() else None
+    lowered = _folded(text)
     applies: dict[str, bool] = {}
     for kind, pattern, replacement in _RULES:
         if kind not in applies:
@@ -309,11 +309,22 @@ def _any_of(words: tuple[str, ...] | set[str], *, ignore_case: bool) -> str:
 _CONTEXT_PATTERNS = {kind: re.compile(_any_of(words, ignore_case=True)) for kind, words in _CONTEXT_KEYWORDS.items()}
 
 
+# The characters re's case-insensitive matching takes for an ASCII letter that str.lower() does not
+# turn into it: dotless ı and long ſ (re's own equivalences), and İ, whose full lower case is two
+# characters. With them replaced, each character of the lower-cased text is an ASCII letter, digit
+# or sign exactly when re would match it to that one (checked over every code point in tests).
+def _folded(text: str) -> str:
+    """`text` lower-cased as re's IGNORECASE compares it with the ASCII and CJK keywords, one character for one:
+    a substring test on it finds a keyword exactly where the case-insensitive pattern would, several times faster."""
+    if text.isascii():
+        return text.lower()
+    return text.replace("ı", "i").replace("ſ", "s").replace("İ", "i").lower()  # str.translate is slower
+
+
 def _rule_may_apply(kind: str, text: str, lowered: str | None) -> bool:
     """Cheap pre-check: a provider rule needs its needle, a context rule a keyword, a bare key its shape.
 
-    `lowered` is the lower-cased text when it is ASCII: substring tests on it
-    find what the case-insensitive keyword pattern would, several times faster.
+    `lowered` is the text as `_folded` gives it (None: ask the keyword pattern).
     """
     needles = _NEEDLES.get(kind)
     if needles is not None:
@@ -327,8 +338,8 @@ def _rule_may_apply(kind: str, text: str, lowered: str | None) -> bool:
     return context is None or context.search(text) is not None
 
 
-def _build_gates() -> tuple[re.Pattern[str], tuple[str, ...]] | None:
-    """What any rule needs to find, as (one pattern, lower-case words); None if some rule needs nothing.
+def _build_gates() -> tuple[str, ...] | None:
+    """What any rule needs to find, as lower-case words; None if some rule needs nothing.
 
     Most captured strings (ids, paths, plain output) contain none of it, and one
     scan rejects them for a fraction of what checking rule by rule costs.
@@ -338,11 +349,11 @@ def _build_gates() -> tuple[re.Pattern[str], tuple[str, ...]] | None:
         return None
     needles = {n for kind in kinds for n in _NEEDLES.get(kind, ())}
     keywords = {w for kind in kinds for w in _CONTEXT_KEYWORDS.get(kind, ())}
-    pattern = re.compile(_any_of(needles, ignore_case=False) + "|" + _any_of(keywords, ignore_case=True))
+    # Needles lower-cased too: a text that only seems to hold one (in another case) goes to the rules,
+    # which look again; none that holds one is missed.
     words = {w.lower() for w in needles | keywords}
     # A word that contains another adds nothing: the shorter one is found whenever it is.
-    shortest = tuple(sorted(w for w in words if not any(other != w and other in w for other in words)))
-    return pattern, shortest
+    return tuple(sorted(w for w in words if not any(other != w and other in w for other in words)))
 
 
 _GATES = _build_gates()
@@ -351,7 +362,7 @@ _GATES = _build_gates()
 def _may_hold_secret(text: str) -> bool:
     if _GATES is None:
         return True
-    if _may_hold_word(text, *_GATES):
+    if _may_hold_word(text, _GATES):
         return True
     return len(text) >= _SHORTEST_SHAPE and any(shape.search(text) for shape in _SHAPES.values())
 
@@ -359,12 +370,10 @@ def _may_hold_secret(text: str) -> bool:
 _SHORTEST_SHAPE = 40
 
 
-def _may_hold_word(text: str, pattern: re.Pattern[str], words: tuple[str, ...]) -> bool:
-    if not text.isascii():
-        # re's case folding (`ſ` is an s, `K` a k) goes beyond str.lower(): ask the pattern.
-        return pattern.search(text) is not None
-    # On ASCII text, substring tests on the lower-cased text find the same, several times faster.
-    lowered = text.lower()
+def _may_hold_word(text: str, words: tuple[str, ...]) -> bool:
+    # Substring tests on the folded text find a keyword wherever the rules' case-insensitive patterns
+    # would (`_folded`), many times faster than one pattern of them all on text that is not ASCII.
+    lowered = _folded(text)
     for word in words:
         if word in lowered:
             return True

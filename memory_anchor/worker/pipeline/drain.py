@@ -25,7 +25,7 @@ import asyncio
 import logging
 import os
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, NamedTuple
 
 from memory_anchor.core import paths
 from memory_anchor.hookkit import origin
@@ -199,6 +199,7 @@ class Pipeline:
         tool_uses = [e for e in events if e.event == "PostToolUse"]
         drafts = {**self._distil_tool_uses([e for e in tool_uses if not e.local_only]),
                   **self._distil_tool_uses([e for e in tool_uses if e.local_only], local_only=True)}  # fmt: skip
+        superseded = superseded_stops(events)
         group: list[tuple[InboxEvent, Any]] = []
         for event in events:
             if event.id in drafts and drafts[event.id] in (None, _FAILED):
@@ -209,12 +210,18 @@ class Pipeline:
                     self._write_group(group)
                     group = []
                 continue
-            self._write_group(group)
+            self._write_group(group)  # a summary reads what the events before it wrote: committed first
             group = []
             try:
                 draft = drafts.get(event.id)
                 if event.event in ("Stop", "SessionEnd"):  # both read files or call Claude: before the write lock
-                    draft = (self.sessions.prepare_summary(event), self.sessions.turn_replies(event))
+                    draft = StopDraft(self.sessions.prepare_summary(event), self.sessions.turn_replies(event),
+                                      superseded=event.id in superseded)  # fmt: skip
+                    if draft.superseded and not self.services.shared_store:
+                        # Nothing of it waits for Claude or reads files any more: it commits with the
+                        # events after it, the prompt that answers it among them.
+                        group.append((event, draft))
+                        continue
                 self._handle(event, draft)
             except StorageUnavailable as exc:
                 # Not the event's fault: it and the rest of the batch stay pending, uncounted.
@@ -435,15 +442,19 @@ class Pipeline:
         return values
 
     def on_stop(self, conn, event: InboxEvent, session: dict, draft) -> dict:
-        """`draft`: (the session's summary so far or None, the passages of Claude's replies in the turn)."""
-        summary, replies = draft if isinstance(draft, tuple) else (draft, [])
+        """`draft`: a StopDraft (the session's summary so far or None, the passages of Claude's replies
+        in the turn, and whether a later Stop of the same batch rewrites that summary)."""
+        if not isinstance(draft, StopDraft):
+            draft = StopDraft(*draft) if isinstance(draft, tuple) else StopDraft(draft, [])
         if event.event == "SessionEnd":
             self.sessions.end(conn, event)
         written: dict[str, Any] = {}
-        if replies:
-            written["replies"] = self.sessions.write_replies(conn, event, session, replies)
-        if summary is not None:
-            written["record"] = self.sessions.write_summary(conn, event, session, summary)
+        if draft.replies:
+            written["replies"] = self.sessions.write_replies(conn, event, session, draft.replies)
+        if draft.summary is not None and draft.superseded:
+            written["record"] = self.sessions.unwritten_summary(event, session, draft.summary)
+        elif draft.summary is not None:
+            written["record"] = self.sessions.write_summary(conn, event, session, draft.summary)
         return written
 
     def on_session_start(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
@@ -451,6 +462,49 @@ class Pipeline:
 
     def on_pre_compact(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
         return {"transcript_path": event.payload.get("transcript_path")}
+
+
+class StopDraft(NamedTuple):
+    """What a Stop or SessionEnd writes, prepared before the write lock is taken."""
+
+    summary: Any  # the session's summary draft, or None when it is not rewritten
+    replies: list[str]
+    # A later Stop of the same batch rewrites the summary from the same records and more
+    # (`superseded_stops`): this one's version is not stored, only its outcome is counted.
+    superseded: bool = False
+
+
+def superseded_stops(events: list[InboxEvent]) -> set[int]:
+    """The Stops of a batch whose summary version a later Stop of their session replaces.
+
+    An imported session (or a worker catching up) brings many Stops a batch, and each rewrote the
+    session's summary from all of its records: hundreds of versions nobody reads, each stored,
+    keyword-indexed and embedded. A Stop is superseded when, later in the batch, its session has
+    a prompt (a record newer than what this Stop read, so the later summary is written) and then
+    a Stop that ends a turn with a message of its own (its summary reads that message, not the one
+    before: `keep_outcome` only applies without one) and waits for no background work. The final
+    summary is the one every Stop writing its version would have left. Live sessions, one Stop at
+    a time, keep every version.
+    """
+    superseded: set[int] = set()
+    waiting: dict[str, list[int]] = {}  # session -> its Stops not yet known to be superseded
+    prompted: dict[str, list[int]] = {}  # session -> those of them a prompt came after
+    for event in events:
+        session_id = event.session_id
+        if not session_id:
+            continue
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        if event.event == "UserPromptSubmit" and str(payload.get("prompt", "")).strip():
+            prompted.setdefault(session_id, []).extend(waiting.pop(session_id, []))
+        elif event.event == "Stop":
+            last = payload.get("last_assistant_message")
+            if isinstance(last, str) and last.strip() and not payload.get("background_tasks"):
+                superseded.update(prompted.pop(session_id, []))
+            waiting.setdefault(session_id, []).append(event.id)
+        elif event.event == "SessionEnd":
+            waiting.pop(session_id, None)
+            prompted.pop(session_id, None)
+    return superseded
 
 
 def tried_alone(events: list[InboxEvent]) -> list[InboxEvent]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -10,10 +11,12 @@ from typing import Any
 from memory_anchor.core.projects import is_excluded, project_for_cwd, relative_once
 from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
-from memory_anchor.core.redact import sanitize
+from memory_anchor.core.redact import redact_stored, sanitize
 from memory_anchor.worker.capture.replies import passages
 from memory_anchor.worker.capture.transcript import read_turn_texts
 from memory_anchor.worker.memory.text import clip
+from memory_anchor.worker.pipeline.compress.local import as_observation
+from memory_anchor.worker.store.purge import purges
 from memory_anchor.worker.store.records import Records, resolve_view
 from memory_anchor.worker.store.sessions import end_session, get_session, seen_session, session_branch, start_session
 
@@ -31,6 +34,14 @@ def summary_id(session_id: str) -> str:
 class Sessions:
     def __init__(self, services):
         self.services = services
+        # Whether Claude's last message asked the user something, for a session whose latest Stop
+        # had its summary version left to a later Stop of the same batch (`unwritten_summary`):
+        # the stored summary does not say it yet. Cleared when the session's summary is written.
+        self._asked_unwritten: dict[str, bool] = {}
+        # The observation drafts of stored versions, by seq: every Stop of a session re-reads all of
+        # its records, and a version never changes but by a purge (`purges`, which empties this).
+        self._drafts: dict[int, Any] = {}
+        self._drafts_purges = purges()
 
     def touch(self, conn, event: InboxEvent) -> dict[str, Any]:
         """Create or refresh the session row for an event; returns it (plus `excluded`)."""
@@ -77,6 +88,9 @@ class Sessions:
 
     def last_message_asked(self, conn, event: InboxEvent, session: dict[str, Any]) -> bool:
         """Did Claude's last message in this session end with a question to the user (its summary says)?"""
+        asked = self._asked_unwritten.get(event.session_id or "unknown")
+        if asked is not None:
+            return asked
         summary = Records.get(conn, summary_id(event.session_id or "unknown"), resolve_view(conn, session["branch"]))
         return bool(summary and (summary.get("data") or {}).get("asks_user"))
 
@@ -105,7 +119,7 @@ class Sessions:
             return None
         # What the user asked: only what a person typed (not a prompt the SDK or a schedule sent).
         prompts = [r["text"] for r in activity if r["kind"] == "prompt" and typed_by_person(r)]
-        observations = [r for r in activity if r["kind"] == "observation"]
+        observations = self._observation_drafts([r for r in activity if r["kind"] == "observation"])
         last = event.payload.get("last_assistant_message")
         summary = self.services.distiller.session_summary(
             prompts, observations, last if isinstance(last, str) else None, local_only=event.local_only
@@ -113,6 +127,24 @@ class Sessions:
         if existing is not None and not (isinstance(last, str) and last.strip()):
             summary = keep_outcome(summary, existing.get("data") or {})
         return summary
+
+    def _observation_drafts(self, records: list[dict[str, Any]]) -> list[Any]:
+        """The records as the summary reads them (`as_observation`), each draft made once a version."""
+        if self._drafts_purges != purges() or len(self._drafts) > DRAFTS_KEPT:
+            self._drafts.clear()
+            self._drafts_purges = purges()
+        drafts = []
+        for record in records:
+            seq = record.get("seq")
+            if seq is None:  # not a stored version: nothing to keep it by
+                draft = as_observation(record)
+                drafts.extend([draft] if draft is not None else [])
+                continue
+            if seq not in self._drafts:
+                self._drafts[seq] = as_observation(record)
+            if self._drafts[seq] is not None:
+                drafts.append(self._drafts[seq])
+        return drafts
 
     def turn_replies(self, event: InboxEvent) -> list[str]:
         """The passages of Claude's texts in the turn a Stop ends worth keeping, redacted (capture/replies.py).
@@ -161,8 +193,23 @@ class Sessions:
             return ""
         return "Re: " + clip(" ".join(latest[0]["text"].split()), REQUEST_TITLE_CHARS)
 
+    def unwritten_summary(self, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
+        """The summary a superseded Stop would have stored, as the after-event hooks read a stored one
+        (its outcome opens and closes steps, its root causes become facts), and not stored: a later
+        Stop of the batch writes the session's next version."""
+        session_id = event.session_id or "unknown"
+        self._asked_unwritten[session_id] = bool(summary.asks_user)
+        # As the storage door would have kept it (memory_anchor/worker/store/db.py).
+        data = json.loads(redact_stored(json.dumps(summary.model_dump(), ensure_ascii=False)))
+        return {
+            "id": summary_id(session_id), "kind": "summary", "text": redact_stored(summary.text), "data": data,
+            "session_id": session_id, "project": session["project"], "branch": session["branch"],
+            "happened_at": happened_at(event), "source_id": f"inbox:{event.id}", "stored": False,
+        }  # fmt: skip
+
     def write_summary(self, conn, event: InboxEvent, session: dict[str, Any], summary) -> dict[str, Any]:
         session_id = event.session_id or "unknown"
+        self._asked_unwritten.pop(session_id, None)
         if self.services.shared_store and summary.request:
             # On a team database a summary is shared while the prompts it quotes are their
             # author's alone: the team gets the outcome (done, root causes, next), not the asking.
@@ -201,6 +248,7 @@ class Sessions:
 
 
 ACTIVITY = 200  # the records a summary reads: a session's first ones (what it was asked and did)
+DRAFTS_KEPT = 4096  # observation drafts kept between Stops: a few sessions' ACTIVITY
 
 
 def session_activity(conn, view, session_id: str) -> list[dict[str, Any]]:

@@ -20,6 +20,14 @@ from memory_anchor.worker.store.records import RecordError, content_hash
 
 PURGED = "[purged]"
 HASHED_KEY = "sha256:"
+# How many purges this process began: what was computed from a stored version (the pipeline keeps
+# the observation drafts it read) holds as long as this number stays the same, as a purge is the
+# one write that changes a stored version.
+_purges = 0
+
+
+def purges() -> int:
+    return _purges
 
 
 def hashed_key(key: str) -> str:
@@ -38,7 +46,9 @@ def purge_record_text(conn, record_id: str, text: str) -> list[int]:
     edit's `previous_text`, a quote) says PURGED there instead, its title and key cleared when its
     text goes; out of both keyword indexes and the vector queue. Returns the seqs whose text was
     rewritten (their vectors are the caller's to delete)."""
+    global _purges
     ensure_purgeable(conn)
+    _purges += 1  # before any row changes (even if this purge rolls back: a memory kept is only recomputed)
     rows = conn.execute(
         "SELECT seq, text, data, fts_words(text) AS fts_text, fts_words(coalesce(title, '')) AS fts_title"
         " FROM records WHERE id = ? AND op = 'put'",

@@ -5,6 +5,7 @@ See memory_anchor/worker/pipeline/compress/__init__.py for the contract the pipe
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -155,7 +156,7 @@ class Distiller:
         (fields under `data`). A summary is rewritten at every Stop, so a failed
         call is not retried: the local summary stands until the next one.
         """
-        prompt_texts = [sanitize(p) for p in prompts if isinstance(p, str) and p.strip()]
+        prompt_texts = [_clean_prompt(p) for p in prompts if isinstance(p, str) and p.strip()]
         drafts = [d for d in (local.as_observation(o) for o in observations) if d is not None]
         last = sanitize(last_assistant_message) if isinstance(last_assistant_message, str) else ""
         base = local.summarize_session(prompt_texts, drafts, last)
@@ -171,6 +172,12 @@ class Distiller:
             log.info("session summary falls back to local: %s", exc)
             return base
         return claude.merge_summary(reply, base) or base
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean_prompt(prompt: str) -> str:
+    """A prompt as a summary reads it; kept, as every Stop of a session reads all its prompts again."""
+    return sanitize(prompt)
 
 
 def _payload_key(payload: Any, index: int) -> str:

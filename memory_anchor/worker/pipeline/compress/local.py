@@ -14,6 +14,7 @@ tolerates any JSON value, and `compress_tool_use` never raises.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import re
@@ -663,9 +664,8 @@ def summarize_session(
     """
     from memory_anchor.worker.memory.outcomes import session_outcome
     from memory_anchor.worker.memory.provenance import quotes_a_tool
-    from memory_anchor.worker.memory.user_words import subject
 
-    asked = [shorten(subject(_str(p)), 200) for p in (prompts or []) if _str(p).strip()]
+    asked = [_asked(_str(p)) for p in (prompts or []) if _str(p).strip()]
     asked = [a for a in asked if a]
     drafts = [d for d in (as_observation(o) for o in (observations or [])) if d is not None]
     last = _str(last_assistant_message)
@@ -706,6 +706,14 @@ def summarize_session(
     )
     summary.text = summary.rendered_text()
     return summary
+
+
+@functools.lru_cache(maxsize=4096)
+def _asked(prompt: str) -> str:
+    """What a prompt asks, as a summary lists it; kept, as every Stop of a session reads all its prompts again."""
+    from memory_anchor.worker.memory.user_words import subject
+
+    return shorten(subject(prompt), 200)
 
 
 def test_verdicts(drafts: Iterable[ObservationDraft], limit: int = 3) -> list[str]:
