@@ -114,3 +114,18 @@ def test_the_passages_of_one_turn_are_each_found_under_the_request_they_answer(w
     replies = [hit for hit in found if hit["kind"] == "transcript"]
     assert len(replies) == 3 and {hit["title"] for hit in replies} == {f"Re: {ask}"}
     assert not any(hit.get("similar") for hit in replies)
+
+
+def test_a_passage_answering_a_bare_yes_or_a_slash_command_is_titled_by_its_own_words(worker, tmp_path: Path) -> None:
+    """"Re: yes" or "Re: /catchup" would say nothing of what the passage answers."""
+    for n, ask in enumerate(["yes", "/catchup"]):
+        transcript = tmp_path / f"bare-{n}.jsonl"
+        transcript.write_text("\n".join(json.dumps(line) for line in [_entry("user", ask, 1), _entry("assistant", FAILED, 2)]) + "\n")
+        base = {"session_id": f"bare-{n}", "cwd": str(tmp_path), "transcript_path": str(transcript)}
+        worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit", "prompt": ask}, expect=202)
+        worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                                       "last_assistant_message": FAILED}, expect=202)  # fmt: skip
+    worker.wait_idle()
+    stored = worker.get(f"/api/v1/timeline?project={quote(str(tmp_path))}&limit=100")["results"]
+    titles = [r["title"] for r in stored if r["kind"] == "transcript"]
+    assert len(titles) == 2 and all(t.startswith("The first attempt with inotify failed") for t in titles), titles

@@ -40,6 +40,7 @@ from typing import Any
 from memory_anchor.bench import qa
 from memory_anchor.bench.rule_labels import instruction_lines
 from memory_anchor.client.worker_client import WorkerError
+from memory_anchor.worker.memory.text import names_a_subject as text_names_a_subject
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = 'How did we fix "{title}" before? Which files did we change?'
@@ -103,9 +104,7 @@ def names_a_subject(title: str) -> bool:
     that opens with a slash command, Claude Code's own text or "yes" / "continue" has a title no
     question can point at, whatever memory holds."""
     typed = typed_part(title)
-    # Chinese and Japanese write without spaces: each of their characters counts as a word here.
-    words = re.findall(r"[\u3040-\u9fff\uac00-\ud7af]|[^\W\u3040-\u9fff\uac00-\ud7af]+", typed)
-    return not any(marker in typed for marker in CLAUDE_CODE_TEXT) and len(words) >= 3
+    return not any(marker in typed for marker in CLAUDE_CODE_TEXT) and text_names_a_subject(typed)
 
 
 def _words(text: str) -> set[str]:

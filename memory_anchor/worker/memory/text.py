@@ -90,3 +90,13 @@ _VOLATILE = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}\b|\b\d{1,2}:\d{2}\b|
 def line_key(line: str) -> str:
     """What a line says, without its times, ids and counts: two lines with one key repeat each other."""
     return " ".join(_VOLATILE.sub("", line).lower().strip("- ").split())
+
+
+# Chinese and Japanese write without spaces: each of their characters counts as a word.
+_WORDS = re.compile(r"[\u3040-\u9fff\uac00-\ud7af]|[^\W\u3040-\u9fff\uac00-\ud7af]+")
+
+
+def names_a_subject(text: str) -> bool:
+    """Words enough to say what something is about: three or more, and not a slash command
+    ("yes", "1", "continue", "/catchup" name nothing)."""
+    return not text.lstrip().startswith("/") and len(_WORDS.findall(text)) >= 3

@@ -14,7 +14,7 @@ from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
 from memory_anchor.core.redact import redact_stored, sanitize
 from memory_anchor.worker.capture.replies import passages
 from memory_anchor.worker.capture.transcript import read_turn_texts
-from memory_anchor.worker.memory.text import clip
+from memory_anchor.worker.memory.text import clip, names_a_subject
 from memory_anchor.worker.pipeline.compress.local import as_observation
 from memory_anchor.worker.store.purge import purges
 from memory_anchor.worker.store.records import Records, resolve_view
@@ -23,6 +23,7 @@ from memory_anchor.worker.store.sessions import end_session, get_session, seen_s
 log = logging.getLogger(__name__)
 
 REQUEST_TITLE_CHARS = 160  # of the request a reply passage is titled by: its subject, not a pasted log
+
 SUMMARY_NAMESPACE = uuid.UUID("6f0b8a1e-3c1d-4b7e-9a52-1d2f3e4a5b6c")
 
 
@@ -189,7 +190,7 @@ class Sessions:
         (the error pasted, the feature named) while the answer is in Claude's words; the title is
         found by keyword search and says what the passage answers."""
         latest, _ = Records.query(conn, view, filters={"session_id": session_id, "kind": "prompt"}, limit=1)
-        if not latest or not typed_by_person(latest[0]):
+        if not latest or not typed_by_person(latest[0]) or not names_a_subject(latest[0]["text"]):
             return ""
         return "Re: " + clip(" ".join(latest[0]["text"].split()), REQUEST_TITLE_CHARS)
 
