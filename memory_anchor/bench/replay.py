@@ -73,8 +73,10 @@ def read_probes(folder: Path) -> dict[str, Probe]:
 
 
 def names_a_file(text: str, files: list[str]) -> bool:
-    """Whether `text` names one of `files` (by its path in the project, absolute or not)."""
-    return any(f in text for f in files)
+    """Whether `text` names one of `files` (by its path in the project, absolute or not). A path
+    written on Windows names its file with either separator and in any case (`e:\\a\\b.md` is `E:/a/b.md`)."""
+    said = text.replace("\\", "/").casefold()
+    return any(f.replace("\\", "/").casefold() in said for f in files)
 
 
 def sections(briefing: str) -> dict[str, list[str]]:
