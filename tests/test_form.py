@@ -148,3 +148,16 @@ def test_a_long_sessions_activity_keeps_its_beginning_and_its_latest_turn(store_
                                   "untangle the import cycle in the worker"])  # fmt: skip
 def test_an_imperative_no_list_holds_is_still_a_step(text):
     assert step_flaw(text) is None
+
+
+def test_a_root_cause_is_led_by_what_was_done_only_when_that_reads_as_a_report():
+    """"<what was done>: <why it broke>" tells both; a cut-off label or Claude's account of its own
+    work in front of the cause is noise in a verified fact."""
+    from memory_anchor.worker.memory.model import root_cause_facts
+
+    cause = "The issue was that completed activities are archived and the ORM skipped them"
+    assert root_cause_facts({"done": ["Removed `required=True` from the `user_id` field"], "root_causes": [cause]}) == [
+        f"Removed `required=True` from the `user_id` field: {cause}"]
+    for done in ("Removed the Group column from:", "I've added `with_context(active_test=False)` to include them",
+                 "Let me restart the server"):
+        assert root_cause_facts({"done": [done], "root_causes": [cause]}) == [cause], done

@@ -155,12 +155,18 @@ def fact_flaw(text: str) -> str | None:
         return "too short to state anything"
     if not has_finite_verb(text):
         return "no subject and finite verb: a phrase, not a statement"
-    said = [w for w in words(text) if w[0].isalnum()]
-    if said[0] in _SPEAKER:
+    if opens_on_speaker(text):
         return "the speaker's account of their own work, not a fact about the project"
+    said = [w for w in words(text) if w[0].isalnum()]
     if said[0] in _WORK_VERBS and said[1] not in _FINITE:
         return "an imperative: work to do, not a fact"
     return None
+
+
+def opens_on_speaker(text: str) -> bool:
+    """Does the sentence open on its speaker ("I've created…", "Let me…")? Then it is their account."""
+    said = [w for w in words(text) if w[0].isalnum()]
+    return bool(said) and said[0] in _SPEAKER
 
 
 def step_flaw(text: str) -> str | None:

@@ -36,6 +36,7 @@ from memory_anchor.worker.memory.events import EventLog
 from memory_anchor.worker.memory.extraction import FactExtractor, Material
 from memory_anchor.worker.memory.facts import FactStore
 from memory_anchor.worker.memory.finder import Finder
+from memory_anchor.worker.memory.form import fragment, opens_on_speaker
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.memory.identity import IdentityService, refuse_agent_identity_write
 from memory_anchor.worker.memory.open_items import OpenItems
@@ -432,8 +433,12 @@ class MemoryModel:
 
 
 def root_cause_facts(summary: dict[str, Any]) -> list[str]:
-    """A session's root causes as standalone facts: what was fixed, and why it broke."""
+    """A session's root causes as standalone facts: what was fixed, and why it broke. What was done
+    leads only when it reads as a report of its own: not cut off ("Removed the Group column from"),
+    not the speaker's account ("I've added …")."""
     done = [d for d in summary.get("done") or [] if isinstance(d, str)]
     causes = [c for c in summary.get("root_causes") or [] if isinstance(c, str) and c.strip()]
     context = done[0].rstrip("。.") if len(done) == 1 else ""
+    if context and (fragment(context) is not None or opens_on_speaker(context)):
+        context = ""
     return [f"{context}: {cause}" if context and cause not in context else cause for cause in causes]
