@@ -38,8 +38,9 @@ def test_whole_statements_are_facts(text):
     ("Search result preview", "verb"),
     ("Merge server's money_movements from backfill", "imperative"),
     ("Update the sync code so that it skips the rows the server sent", "imperative"),
-    ("I've created a test file for `WebStoreUtilities.ts`: the tests are expected to fail", "speaker"),
-    ("Let me check why the loader returns None", "speaker"),
+    ("I've created a test file for `WebStoreUtilities.ts`: the tests are expected to fail", "people talking"),
+    ("Let me check why the loader returns None", "people talking"),
+    ("You've double-applied the changes", "people talking"),
 ])  # fmt: skip
 def test_fragments_placeholders_and_taglines_are_no_facts(text, why):
     flaw = fact_flaw(text)

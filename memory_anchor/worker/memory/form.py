@@ -14,8 +14,8 @@ is checked, by structure rather than by phrase:
 - **a fact** (`fact_flaw`): that, and a finite verb after its subject
   ("the cache key ignored the locale", "`response.data` is `null`"): a noun phrase
   or a tagline states nothing, an imperative ("Merge the rows from backfill") is
-  work, and a sentence that opens on its speaker ("I've created the test file") is
-  their account of their work;
+  work, and a sentence that opens on its speaker or the person spoken to ("I've
+  created the test file", "You've double-applied it") is about them;
 - **a step** (`step_flaw`): that, and work to do: an imperative ("add a
   regression test", "wait for the extraction to finish"), or a sentence that says
   something is still to do ("the migration still needs to be written"). A name
@@ -79,8 +79,9 @@ _WORK_VERBS = frozenset("""add adjust adopt align allow analyse analyze apply ar
 _NO_WORK = frozenset("""wrote rewrote made built rebuilt ran took gave found kept left got did saw began sent spent chose
     brought thought caught held led won hid broke forgot told understood went came became knew grew threw drove
     keep leave ignore skip enjoy""".split())  # fmt: skip
-# A sentence that opens on its speaker ("I've created…", "Let me…") reports what they did or will do.
-_SPEAKER = frozenset("i i've i'll i'm i'd let".split())
+# A sentence that opens on its speaker ("I've created…", "Let me…") reports what they did or will do;
+# one that opens on the person spoken to ("You've double-applied the changes") is about them.
+_SPEAKER = frozenset("i i've i'll i'm i'd let you you've you're you'll you'd".split())
 _OBJECT_START = frozenset("a an the this that these those all each every our your their its my both some any code".split())
 _STILL_TO_DO = re.compile(
     r"(?i)\b(still (need|needs|have|has) to|still to (do|be)|(needs?|has|have) to be|remains? to be|left to do|"
@@ -156,7 +157,7 @@ def fact_flaw(text: str) -> str | None:
     if not has_finite_verb(text):
         return "no subject and finite verb: a phrase, not a statement"
     if opens_on_speaker(text):
-        return "the speaker's account of their own work, not a fact about the project"
+        return "about the people talking (I, you), not a fact about the project"
     said = [w for w in words(text) if w[0].isalnum()]
     if said[0] in _WORK_VERBS and said[1] not in _FINITE:
         return "an imperative: work to do, not a fact"
@@ -164,7 +165,8 @@ def fact_flaw(text: str) -> str | None:
 
 
 def opens_on_speaker(text: str) -> bool:
-    """Does the sentence open on its speaker ("I've created…", "Let me…")? Then it is their account."""
+    """Does the sentence open on its speaker or the person spoken to ("I've created…", "Let me…",
+    "You've double-applied…")? Then it is about them, not the project."""
     said = [w for w in words(text) if w[0].isalnum()]
     return bool(said) and said[0] in _SPEAKER
 
