@@ -18,6 +18,8 @@ from memory_anchor.worker.pipeline.compress import local
     "`load_config()` returns None when the file is empty",
     "We store the embeddings in `data/vectors.npz` because Chroma was too slow to start",
     "缓存的 TTL 设置成了 0",
+    "我们的工厂在东莞，主要做婴儿纺织品",  # 我们 is "we"
+    '配置里写的是 "我的模型"，不是 DeepSeek 的模型名',  # a quoted 我 is not the speaker
 ])  # fmt: skip
 def test_whole_statements_are_facts(text):
     assert fact_flaw(text) is None
@@ -41,6 +43,7 @@ def test_whole_statements_are_facts(text):
     ("I've created a test file for `WebStoreUtilities.ts`: the tests are expected to fail", "people talking"),
     ("Let me check why the loader returns None", "people talking"),
     ("You've double-applied the changes", "people talking"),
+    ("没有关键词数据，我说不出这个品为什么表现好", "people talking"),
 ])  # fmt: skip
 def test_fragments_placeholders_and_taglines_are_no_facts(text, why):
     flaw = fact_flaw(text)

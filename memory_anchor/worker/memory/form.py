@@ -79,6 +79,8 @@ _WORK_VERBS = frozenset("""add adjust adopt align allow analyse analyze apply ar
 _NO_WORK = frozenset("""wrote rewrote made built rebuilt ran took gave found kept left got did saw began sent spent chose
     brought thought caught held led won hid broke forgot told understood went came became knew grew threw drove
     keep leave ignore skip enjoy""".split())  # fmt: skip
+_CJK_SPEAKER = re.compile(r"我(?!们|們)|私[はがも]")
+_QUOTE = re.compile(r"[\"“「『][^\"”」』]*[\"”」』]")  # what the speaker quotes is not the speaker
 # A sentence that opens on its speaker ("I've created…", "Let me…") reports what they did or will do;
 # one that opens on the person spoken to ("You've double-applied the changes") is about them.
 _SPEAKER = frozenset("i i've i'll i'm i'd let you you've you're you'll you'd".split())
@@ -151,7 +153,8 @@ def fact_flaw(text: str) -> str | None:
     if why is not None:
         return why
     if has_cjk(text):
-        return None
+        # Its grammar is not read, but "I" is a word: 我 (not 我们, "we"), 私は / 私が.
+        return "about the people talking (I), not a fact about the project" if _CJK_SPEAKER.search(_QUOTE.sub("", text)) else None
     if len([w for w in words(text) if w.isalpha()]) < 3:
         return "too short to state anything"
     if not has_finite_verb(text):
