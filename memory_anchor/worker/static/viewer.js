@@ -281,6 +281,7 @@ let liveStream = null;
 function stopFollowing() {
   if (liveStream) liveStream.close();
   liveStream = null;
+  delete document.body.dataset.live;
 }
 
 /** Prepend records to the timeline as the worker writes them (server-sent events). */
@@ -295,7 +296,14 @@ function followTimeline(list, summary) {
   const stream = new EventSource(url);
   liveStream = stream;
   let added = 0;
-  stream.addEventListener("open", () => flash("Live: new records appear as they are captured."));
+  // The flash fades after a few seconds; the page keeps whether it is following (body[data-live]).
+  stream.addEventListener("open", () => {
+    document.body.dataset.live = "yes";
+    flash("Live: new records appear as they are captured.");
+  });
+  stream.addEventListener("error", () => {
+    if (stream === liveStream) document.body.dataset.live = "reconnecting";
+  });
   stream.addEventListener("record", (event) => {
     const record = JSON.parse(event.data);
     let ul = list.querySelector("ul.cards");
