@@ -56,36 +56,26 @@ def open_regular(path: str, limit: int | None) -> int:
 def read_regular(path: str, limit: int) -> bytes | None:
     """The bytes of `path` when it is a regular file of at most `limit` bytes, else None
     (absent, unreadable, not a regular file, too large, or grown past `limit` while read)."""
+    data = _read_head(path, limit + 1, limit)
+    return data if data is not None and len(data) <= limit else None
+
+
+def read_start(path: str, nbytes: int) -> bytes | None:
+    """The first `nbytes` of `path` when it is a regular file (of any size), else None."""
+    return _read_head(path, nbytes, None)
+
+
+def _read_head(path: str, nbytes: int, limit: int | None) -> bytes | None:
+    """Up to `nbytes` from the start of `path`, opened as `open_regular` checks it (`limit`), in
+    reads of at most 1 MiB; None when it cannot be opened or read."""
     try:
         fd = open_regular(path, limit)
     except (OSError, ValueError):
         return None
     try:
         chunks, size = [], 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                return None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def read_start(path: str, nbytes: int) -> bytes | None:
-    """The first `nbytes` of `path` when it is a regular file (of any size), else None."""
-    try:
-        fd = open_regular(path, None)
-    except (OSError, ValueError):
-        return None
-    try:
-        chunks, size = [], 0
         while size < nbytes:
-            chunk = os.read(fd, nbytes - size)
+            chunk = os.read(fd, min(1 << 20, nbytes - size))
             if not chunk:
                 break
             chunks.append(chunk)
