@@ -441,11 +441,9 @@ class Pipeline:
             values["data"].update(self.services.codebase.record_data(record, project=None, cwd=cwd, payload=event.payload))
         return values
 
-    def on_stop(self, conn, event: InboxEvent, session: dict, draft) -> dict:
-        """`draft`: a StopDraft (the session's summary so far or None, the passages of Claude's replies
-        in the turn, and whether a later Stop of the same batch rewrites that summary)."""
-        if not isinstance(draft, StopDraft):
-            draft = StopDraft(*draft) if isinstance(draft, tuple) else StopDraft(draft, [])
+    def on_stop(self, conn, event: InboxEvent, session: dict, draft: StopDraft) -> dict:
+        """`draft`: the session's summary so far or None, the passages of Claude's replies in the
+        turn, and whether a later Stop of the same batch rewrites that summary (`process`)."""
         if event.event == "SessionEnd":
             self.sessions.end(conn, event)
         written: dict[str, Any] = {}
