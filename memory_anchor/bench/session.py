@@ -315,29 +315,16 @@ def hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[f
     python = shutil.which("python3", path=home.env["PATH"])
     if python is None:
         return {}
-    shim_dir.mkdir(parents=True)
-    log = shim_dir / "hooks.log"
-    shim = shim_dir / "python3"
-    shim.write_text(SHIM.format(python=python, log=log))
-    shim.chmod(0o755)
-    env = dict(home.env)
-    home.env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
     # hooks/launch.sh starts the interpreter the hooks remembered, not PATH's python3: name the shim there.
     remembered = home.plugin_data() / "hook-python"
     before = remembered.read_bytes() if remembered.exists() else None
-    remembered.write_text(f"{shim}\n")
+    remembered.write_text(f"{shim_dir / 'python3'}\n")
     try:
-        for _ in range(runs):
-            home.run(prompt)
+        times = _shimmed_times(home, shim_dir, "python3", SHIM.replace("{python}", python), runs, prompt)
     finally:
-        home.env = env
         remembered.write_bytes(before) if before is not None else remembered.unlink()
-    times: dict[str, list[float]] = {}
-    for line in log.read_text().splitlines() if log.exists() else []:
-        event, start, end = line.split()  # hooks/hook.py's argument: SessionStart -> session_start
-        name = "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
-        times.setdefault(name, []).append((int(end) - int(start)) / 1e9)
-    return times
+    # hooks/hook.py's argument names the event (SessionStart): the figures name it session_start.
+    return {"".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_"): took for event, took in times.items()}
 
 
 def idle_hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, list[float]]:
@@ -345,10 +332,15 @@ def idle_hook_times(home, shim_dir: Path, runs: int, prompt: str) -> dict[str, l
     cat = shutil.which("cat", path=home.env["PATH"]) if runs > 0 and os.name == "posix" else None
     if cat is None:
         return {}
+    return _shimmed_times(home, shim_dir, "cat", IDLE_SHIM.replace("{cat}", cat), runs, prompt)
+
+
+def _shimmed_times(home, shim_dir: Path, command: str, script: str, runs: int, prompt: str) -> dict[str, list[float]]:
+    """Run `runs` sessions with `script` first on PATH as `command`; the wall times it logged, by name."""
     shim_dir.mkdir(parents=True)
     log = shim_dir / "hooks.log"
-    shim = shim_dir / "cat"
-    shim.write_text(IDLE_SHIM.format(cat=cat, log=log))
+    shim = shim_dir / command
+    shim.write_text(script.replace("{log}", str(log)))
     shim.chmod(0o755)
     env = dict(home.env)
     home.env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
