@@ -396,7 +396,8 @@ class SearchService:
                     continue
                 if len(hits) >= top_k:
                     continue
-                titled = titles.get(title_key(record))
+                title = title_key(record)
+                titled = titles.get(title)
                 if titled is not None and titled["similar_shown"] >= SAME_TITLE_SHOWN:
                     # One more of a kind already shown twice (the tenth download, the tenth todo list):
                     # counted on the first of them, its room left to other answers.
@@ -415,8 +416,8 @@ class SearchService:
                 same[key] = record
                 if titled is None:
                     record.update(similar=0, similar_shown=1)
-                    if title_key(record):
-                        titles[title_key(record)] = record
+                    if title:
+                        titles[title] = record
                 else:
                     titled["similar_shown"] += 1
                 shown.add((record["kind"], _head_key(record.get("text"))))
