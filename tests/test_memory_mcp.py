@@ -15,7 +15,7 @@ from mcp.client.stdio import stdio_client
 pytestmark = pytest.mark.both_backends
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = {"search", "timeline", "get_observations", "memory_write_fact", "forget_memory", "edit_memory"}
+TOOLS = {"search", "timeline", "get_observations", "memory_write_fact", "forget_memory", "edit_memory", "record_user_answer"}
 
 
 def _text(result) -> str:

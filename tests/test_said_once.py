@@ -9,6 +9,7 @@ another session, or a person approving it, makes it a standing rule.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -62,11 +63,27 @@ def test_an_instruction_said_once_is_briefed_in_the_users_words_with_its_date(mo
     assert len(text) <= 10_000
 
 
-def test_a_reply_that_picks_an_option_waits_in_approvals_and_is_not_briefed(model):
-    _say(model, "lets use createdAt", session="s1", at=time.time(), reply=True)
-    assert "createdAt" not in _briefing(model)
+def test_a_reply_that_picks_an_option_is_no_instruction_but_claude_asks_the_user_about_it_once(model):
+    said = time.time()
+    _say(model, "lets use createdAt", session="s1", at=said, reply=True)
+    text = _briefing(model)
+    assert _section(text, "Instructions the user gave once") == [] and _section(text, "Standing rules") == []
+    [ask] = _section(text, "Ask the user once")
+    assert ask.startswith('- "lets use createdAt" (their reply to your options, ' + time.strftime("%Y-%m-%d", time.gmtime(said)))
     [approval] = model.approvals.list()
     assert approval["payload"]["text"] == "lets use createdAt"
+
+
+def test_only_the_latest_replies_of_the_last_two_weeks_are_asked_about(model):
+    from memory_anchor.worker.context.knowledge import ASK_DAYS, ASK_ONCE
+
+    now = time.time()
+    _say(model, "lets keep the old importer for the archive", session="s0", at=now - (ASK_DAYS + 1) * DAY, reply=True)
+    choices = ["lets use createdAt", "lets use postgres for the queue", "lets use ledger as the name", "lets use pnpm"]
+    for n, choice in enumerate(choices):
+        _say(model, choice, session=f"s{n + 1}", at=now - (len(choices) - n) * 60, reply=True)
+    asked = _section(_briefing(model), "Ask the user once")
+    assert [line.split('"')[1] for line in asked] == choices[::-1][:ASK_ONCE]
 
 
 def test_said_again_in_a_later_session_it_is_a_standing_rule(model):
@@ -127,3 +144,88 @@ def test_live_capture_briefs_the_users_instruction_and_nothing_else_they_did_not
 
 def _section_text(text: str, starts: str) -> str:
     return text[text.index(f"## {starts}"):]
+
+
+def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(shared_worker, tmp_path):
+    """Live capture: a reply that picked among Claude's options is listed for Claude to ask about.
+    The record_user_answer tool (the real MCP client) carries the user's answer: it holds, and it is
+    a standing decision; an answer the user did not give is refused; "no" drops another one."""
+    import asyncio
+    import os
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from memory_anchor.core.projects import project_for_cwd
+    from tests.conftest import ROOT
+
+    root = tmp_path / "budget"
+    root.mkdir()
+    cwd, project = str(root), project_for_cwd(str(root))
+
+    def post(session: str, *events: dict) -> None:
+        base = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd}
+        for event in events:
+            status, _ = shared_worker.request("POST", "/api/v1/events", {**base, **event})
+            assert status == 202
+        shared_worker.wait_idle()
+
+    def asked(prompt: str, question: str) -> list[dict]:
+        return [{"hook_event_name": "UserPromptSubmit", "prompt": prompt, "permission_mode": "default"},
+                {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": question}]  # fmt: skip
+
+    post("s1", {"hook_event_name": "SessionStart", "source": "startup"},
+         *asked("how should we name the three sync steps?",
+                "Two options: (a) bootstrap, backfill and delta, or (b) initial, rest and catch-up. Which do you prefer?"),
+         *asked("I like the names bootstrap, backfill and delta for the 3 steps",
+                "Should the loading state be (a) a modal or (b) an inline spinner at the top of the list?"),
+         *asked("lets use an inline spinner at the top of the list", "Done: the names and the spinner are in."))  # fmt: skip
+
+    def briefing() -> str:
+        return shared_worker.get(f"/api/v1/context?cwd={cwd}&source=startup")["context"]
+
+    text = briefing()
+    asks = _section(text, "Ask the user once")
+    assert [line.split('"')[1] for line in asks] == ["lets use an inline spinner at the top of the list",
+                                                    "I like the names bootstrap, backfill and delta for the 3 steps"]  # fmt: skip
+    assert _section(text, "Standing rules") == [] and _section(text, "Instructions the user gave once") == []
+    names, spinner = (re.search(r"fact ([0-9a-f]{8})", line).group(1) for line in asks[::-1])
+
+    # The next session: Claude asks, the user answers.
+    post("s2", {"hook_event_name": "SessionStart", "source": "startup"},
+         *asked("hi", "Before we start: do the sync step names bootstrap, backfill and delta hold from now on?"),
+         {"hook_event_name": "UserPromptSubmit", "prompt": "yes, keep those names for good", "permission_mode": "default"})  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "MEMORY_ANCHOR_"))}
+    env.update(MEMORY_ANCHOR_DATA_DIR=str(shared_worker.data_dir), CLAUDE_PROJECT_DIR=cwd, CLAUDE_CODE_SESSION_ID="s2",
+               PYTHONPATH=str(ROOT))  # fmt: skip
+
+    async def session():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "memory_anchor.mcp.server"], env=env, cwd=str(ROOT))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                made_up = await client.call_tool("record_user_answer", {"item": f"fact {names}", "holds": True,
+                                                                        "user_reply": "always use these names"})  # fmt: skip
+                answered = await client.call_tool("record_user_answer", {"item": f"(fact {names})", "holds": True,
+                                                                         "user_reply": "Yes, keep those names for good."})  # fmt: skip
+                return made_up, answered
+
+    made_up, answered = asyncio.run(session())
+    assert made_up.is_error and "not in the user's last 3 prompts of session s2" in made_up.content[0].text
+    assert not answered.is_error and answered.content[0].text.startswith(f"fact {names} is active: I like the names")
+
+    # "no" to the other one, given over REST as the tool gives it
+    post("s2", {"hook_event_name": "UserPromptSubmit", "prompt": "no, the spinner was only for that screen",
+                "permission_mode": "default"})  # fmt: skip
+    status, out = shared_worker.request("POST", f"/api/v1/facts/{spinner}/answer",
+                                        {"holds": False, "user_words": "the spinner was only for that screen",
+                                         "session_id": "s2", "agent_id": "claude-code", "project": project})  # fmt: skip
+    assert status == 200 and out["status"] == "rejected"
+
+    text = briefing()
+    [rule] = _section(text, "Standing rules")
+    assert rule.startswith("- decision: I like the names bootstrap, backfill and delta")
+    assert _section(text, "Ask the user once") == [] and "spinner" not in text.split("## Last sessions")[0]
+    decided = {a["record_id"][:8]: (a["status"], a["decided_by"]) for a in shared_worker.get("/api/v1/approvals?status=")["results"]}
+    assert decided[names] == ("approved", "user:answered") and decided[spinner] == ("rejected", "user:answered")

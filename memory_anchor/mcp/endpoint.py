@@ -39,7 +39,7 @@ from memory_anchor.mcp.app import mcp
 # are for people and orchestrators: the CLI and the REST API serve them.
 from memory_anchor.mcp.tools import search  # noqa: F401  progressive disclosure: search, timeline, get_observations
 from memory_anchor.mcp.tools import memories  # noqa: F401  memory_write_fact
-from memory_anchor.mcp.tools import corrections  # noqa: F401  forget_memory, edit_memory
+from memory_anchor.mcp.tools import corrections  # noqa: F401  forget_memory, edit_memory, record_user_answer
 from memory_anchor.mcp.worker_gateway import SessionContext, enter_session
 
 

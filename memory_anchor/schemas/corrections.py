@@ -45,9 +45,11 @@ def parse_item_ref(ref: str) -> tuple[ItemKind, str]:
     return "fact", fact_id
 
 
-def correction_path(ref: str, action: Literal["forget", "edit"]) -> str:
-    """The REST route that forgets or edits the item `ref` names (see `parse_item_ref`)."""
+def correction_path(ref: str, action: Literal["forget", "edit", "answer"]) -> str:
+    """The REST route that forgets, edits or settles with the user's answer the item `ref` names (see `parse_item_ref`)."""
     kind, item_id = parse_item_ref(ref)
+    if action == "answer" and kind != "fact":
+        raise ItemRefError(f"only a fact waits for the user's answer, not {ref!r}: give `fact 1a2b3c4d`")
     return f"/api/v1/{'next-steps' if kind == 'next_step' else 'facts'}/{item_id}/{action}"
 
 
@@ -83,6 +85,28 @@ class EditRequest(CorrectionBy):
     is kept out like a forgotten one, so re-extraction cannot put it back."""
 
     text: NonBlank = Field(max_length=5000)
+
+
+class AnswerRequest(CorrectionBy):
+    """The user's answer, given in the session, to whether a fact waiting for them holds: a reply
+    to Claude's options or an instruction said once. The agent quotes the user's reply; the
+    worker finds it in the user's latest prompts before it settles anything."""
+
+    holds: bool = Field(description="True: it stands for later work (a standing rule or decision now); "
+                        "false: it was a one-off or is wrong (rejected, and the same words do not come back)")
+    user_words: NonBlank = Field(max_length=2000, description="The user's reply, quoted from their prompt")
+    session_id: str | None = Field(None, max_length=200, description="The Claude Code session the user answered in: "
+                                   "their reply is looked for in its latest prompts (default: the project's)")
+
+
+class AnswerOut(BaseModel):
+    """What the user's answer did to the fact."""
+
+    id: str
+    ref: str = Field(description="How the briefing names the fact: `fact 1a2b3c4d`")
+    status: str = Field(description="active (it holds) or rejected")
+    text: str
+    answered_in: str = Field(description="The id of the prompt that holds the user's reply")
 
 
 class CorrectionOut(BaseModel):

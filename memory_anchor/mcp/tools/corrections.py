@@ -1,4 +1,5 @@
-"""Correcting memory when the user says it is wrong: forget_memory and edit_memory.
+"""Correcting memory on the user's word: forget_memory, edit_memory, and record_user_answer
+for what waits for the user to say whether it holds.
 
 Items are named as the SessionStart briefing prints them: `fact 1a2b3c4d` for a
 rule, decision, preference or other fact, `step 12` for an open next step. The
@@ -15,7 +16,7 @@ from pydantic import Field
 from memory_anchor.schemas.corrections import ItemRefError, correction_path
 from mcp.server.mcpserver.exceptions import ToolError
 from memory_anchor.mcp.app import mcp
-from memory_anchor.mcp.worker_gateway import agent, call, current_project
+from memory_anchor.mcp.worker_gateway import agent, call, current_project, session_id
 
 # Who the worker records: the session's agent, else the one the worker files Claude Code under.
 DEFAULT_AGENT = "claude-code"
@@ -24,7 +25,7 @@ Item = Annotated[str, Field(min_length=1, max_length=100, description="As the br
 Reason = Annotated[str, Field(min_length=1, max_length=2000, description="What the user said, in their words")]
 
 
-def _correct(item: str, action: str, body: dict) -> dict:
+def _correct(item: str, action: str, body: dict) -> dict:  # action: forget, edit or answer
     try:
         path = correction_path(item, action)  # type: ignore[arg-type]
     except ItemRefError as exc:
@@ -60,3 +61,21 @@ def edit_memory(
     """
     out = _correct(item, "edit", {"text": text, "reason": reason})
     return f"{out['ref']} now reads: {out['text']} (was: {out['previous_text']})"
+
+
+@mcp.tool(structured_output=False)  # plain text: compact for the model
+def record_user_answer(
+    item: Item,
+    holds: Annotated[bool, Field(description="True when the user says it stands for later work; false when it was a one-off or is wrong")],
+    user_reply: Annotated[str, Field(min_length=1, max_length=2000, description="The user's answer, quoted from their message")],
+) -> str:
+    """Record what the user answered when you asked whether something memory holds stands: an item of
+    the briefing's "Ask the user once" list, or an instruction they gave once.
+
+    Ask first, in plain words, and call this only with their reply: the worker looks for
+    `user_reply` in the user's latest messages of this session and refuses an answer they did not
+    give. It holds: a standing rule or decision from the next briefing on. It does not: it is
+    dropped, and the same words extracted again stay out.
+    """
+    out = _correct(item, "answer", {"holds": holds, "user_words": user_reply, "session_id": session_id()})
+    return f"{out['ref']} is {out['status']}: {out['text']}"

@@ -1,5 +1,6 @@
 """REST endpoints that correct memory in one step: forget or edit a fact or an open
-next step, list the open next steps and the forgotten list.
+next step, settle a fact that waits for the user with their answer, list the open
+next steps and the forgotten list.
 
 Thin handlers over `services.memory.corrections` (memory_anchor/worker/memory/corrections.py).
 A fact is named by its id or the first characters the briefing shows
@@ -14,6 +15,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from memory_anchor.schemas.corrections import (
+    AnswerOut,
+    AnswerRequest,
     CorrectionBy,
     CorrectionOut,
     EditRequest,
@@ -27,10 +30,14 @@ from memory_anchor.schemas.events import AGENT_HEADER
 from memory_anchor.worker.api.middleware import read_json_object
 from memory_anchor.worker.api.openapi import query_param, request_model, response_model
 from memory_anchor.worker.api.params import branch_param, int_param, int_path
+from memory_anchor.worker.api.waiting import wait_while
 from memory_anchor.worker.memory.common import agent_actor, human_actor
 from memory_anchor.worker.store.records import RecordError
 
 routes = web.RouteTableDef()
+
+# Seconds an answer waits for the user's reply to leave the inbox (the pipeline takes milliseconds).
+ANSWER_WAIT = 5.0
 
 
 def _corrections(request: web.Request):
@@ -88,6 +95,27 @@ async def edit_fact(request: web.Request) -> web.Response:
     body = await _body(request, EditRequest)
     out = await _run(request, _corrections(request).edit_fact, request.match_info["fact_ref"], body.text,
                      actor=_actor(request, body), reason=body.reason, project=body.project,
+                     branch=body.branch or branch_param(request))  # fmt: skip
+    return web.json_response(out)
+
+
+@routes.post("/api/v1/facts/{fact_ref}/answer")
+@request_model(AnswerRequest)
+@response_model(AnswerOut)
+async def answer_fact(request: web.Request) -> web.Response:
+    """Settle a fact that waits for the user with the answer they gave in a session: it holds
+    (active, a standing fact now) or not (rejected).
+
+    For a fact a person would otherwise approve in Approvals: a reply to Claude's options or an
+    instruction said once. `user_words` must be in one of the user's last three prompts (of
+    `session_id`, else of the fact's project): Claude carries the user's answer, it cannot give one.
+    """
+    body = await _body(request, AnswerRequest)
+    services = request.app["services"]
+    if body.session_id:  # the reply may still be in the inbox: wait for it, as briefly as the pipeline takes
+        await wait_while(lambda: services.inbox.has_pending(body.session_id), ANSWER_WAIT)
+    out = await _run(request, _corrections(request).answer_fact, request.match_info["fact_ref"], holds=body.holds,
+                     words=body.user_words, actor=_actor(request, body), session_id=body.session_id, project=body.project,
                      branch=body.branch or branch_param(request))  # fmt: skip
     return web.json_response(out)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memory_anchor.core.projects import context_cache_path
 from memory_anchor.worker.context.branches import branch_section
-from memory_anchor.worker.context.knowledge import next_steps_section, rules_section, said_once_section
+from memory_anchor.worker.context.knowledge import ask_once_section, next_steps_section, rules_section, said_once_section
 from memory_anchor.worker.context.layers import approvals_section, conflicts_section, events_section, facts_section, identity_section
 from memory_anchor.worker.context.model import BuiltContext, ContextRequest, Section, SectionBuilder, estimate_tokens
 from memory_anchor.worker.context.sessions import activity_section, outcomes_section
@@ -33,6 +33,7 @@ SECTIONS: list[SectionBuilder] = [
     branch_section,
     rules_section,
     said_once_section,
+    ask_once_section,
     next_steps_section,
     facts_section,
     events_section,

@@ -13,8 +13,10 @@ a heading that says it is not yet confirmed. Claude reads the user's words and
 can weigh them; a rule shown as plain fact would claim more than memory knows,
 and one kept in Approvals reaches nobody. Approving it (or the user saying it
 again) makes it a standing rule; rejecting it takes it out. A reply that picked
-among Claude's options, and a rule the source re-check doubted, stay in
-Approvals only: neither is the user's instruction. Open next steps
+among Claude's options, and a rule the source re-check doubted, are not the
+user's instructions and are never briefed as such. The latest few replies to
+options are listed for Claude to ask the user about once, in their words; the
+answer, carried by the record_user_answer tool, settles them. Open next steps
 are the open items sessions left undone at their end (memory_anchor/worker/memory/open_items.py),
 a handful, the freshest first.
 """
@@ -68,6 +70,41 @@ def said_once_section(request: ContextRequest, conn, view) -> Section | None:
                    "follow them unless the user says otherwise)", lines, share=0.25)  # fmt: skip
 
 
+ASK_ONCE = 3  # a few questions at a session's start, the latest said first
+ASK_DAYS = 14  # asked about while the work is fresh: older replies wait in Approvals
+
+
+def ask_once_section(request: ContextRequest, conn, view) -> Section | None:
+    """Replies that picked among Claude's options and may hold beyond that task, for Claude to ask the
+    user about once. Not instructions: what settles a matter at hand is not briefed as one. But kept
+    only in Approvals they reach nobody, and in design work such a reply is often a lasting decision
+    ("I like the names bootstrap, backfill and delta"). The user's answer, carried by the
+    record_user_answer tool, makes one a standing decision or drops it."""
+    replies = [f for f in facts_of_types(conn, view, request.project, STANDING, statuses=("pending",))
+               if _a_reply_to_options(f)]  # fmt: skip
+    if not replies:
+        return None
+    said = {f["id"]: float((f.get("data") or {}).get("verified_at") or 0) for f in replies}
+    latest = max(said.values())
+    replies = sorted((f for f in replies if said[f["id"]] >= latest - ASK_DAYS * 86400), key=lambda f: -said[f["id"]])
+    lines = [f'- "{clip(_their_words(f), 260)}" (their reply to your options, {when(said[f["id"]])[:10]}; fact {f["id"][:8]})'
+             for f in replies[:ASK_ONCE]]  # fmt: skip
+    return Section("ask_once", "Ask the user once whether these replies hold beyond that task (not followed until "
+                   "they say so; record their answer with record_user_answer)", lines, share=0.1)  # fmt: skip
+
+
+def _a_reply_to_options(fact: dict) -> bool:
+    """A pending fact on the user's words given in reply to Claude's options (less confidence than an
+    instruction said once)."""
+    return _on_their_words(fact) and float(fact.get("confidence") or 0) < HEDGED
+
+
+def _on_their_words(fact: dict) -> bool:
+    """It stands on the user's quoted words, and the source re-check did not send it back."""
+    data = fact.get("data") or {}
+    return bool(data.get("quote")) and not data.get("recheck")
+
+
 def _their_words(fact: dict) -> str:
     """The fact's text when it is the user's words as said (the local reader keeps the part of a long
     sentence that gives the instruction), else the quote it stands on (Claude's wording is not theirs)."""
@@ -81,10 +118,8 @@ def _their_words(fact: dict) -> str:
 
 
 def _said_by_the_user(fact: dict) -> bool:
-    """A pending rule that stands on the user's quoted words, said as an instruction (not a reply that
-    picked an option: those have less confidence) and not sent back by the source re-check."""
-    data = fact.get("data") or {}
-    return bool(data.get("quote")) and not data.get("recheck") and float(fact.get("confidence") or 0) >= HEDGED
+    """A pending rule on the user's words, said as an instruction (not a reply that picked an option)."""
+    return _on_their_words(fact) and float(fact.get("confidence") or 0) >= HEDGED
 
 
 def next_steps_section(request: ContextRequest, conn, view) -> Section | None:

@@ -110,10 +110,11 @@ class ApprovalQueue:
         return approval
 
     @staticmethod
-    def confirmed_by_the_user(conn, approval_id: int, note: str, result_id: str | None) -> None:
-        """The user confirmed what the approval asked by saying it again: no one needs to approve it now."""
-        store_approvals.decide_if_pending(conn, approval_id, status="approved", at=now(), by="user:said-again",
-                                          note=note, result_id=result_id)  # fmt: skip
+    def decided_by_the_user(conn, approval_id: int, *, status: str, how: str, note: str, result_id: str | None) -> None:
+        """The user settled what the approval asked in their own words (`how`: said-again, when they said it
+        again elsewhere; answered, when they answered Claude's question): no one needs to decide it now."""
+        store_approvals.decide_if_pending(conn, approval_id, status=status, at=now(), by=f"user:{how}", note=note,
+                                          result_id=result_id)  # fmt: skip
 
     @staticmethod
     def _decide(conn, approval_id: int, status: str, decision: Decision, result_id: str | None) -> None:

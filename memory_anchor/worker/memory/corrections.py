@@ -93,6 +93,22 @@ class Corrections:
         return {**_outcome("fact", fact["id"], "edit", record["status"], record["text"], entry),
                 "previous_text": fact["text"]}  # fmt: skip
 
+    def answer_fact(self, ref: str, *, holds: bool, words: str, actor: str, session_id: str | None = None,
+                    project: str | None = None, branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
+        """Settle a fact that waits for the user (a reply to Claude's options, an instruction said once)
+        with the answer they gave in a session. The agent only carries the answer: it counts when
+        `words` are in one of the user's latest prompts, so an agent cannot settle it on its own."""
+        with self.db.transaction() as conn:
+            fact = self.find_fact(conn, ref, project=project, branch=branch)
+            reply = users_reply(conn, resolve_view(conn, branch), words, project=fact["project"], session_id=session_id)
+            if reply is None:
+                where = f"session {session_id}" if session_id else f"project {fact['project']}"
+                raise RecordError(f"{words!r} is not in the user's last {ANSWER_PROMPTS} prompts of {where}: ask the user, "
+                                  "then quote their reply", code="not_the_users_words", status=403)  # fmt: skip
+            record = self.facts.answered_by_the_user(conn, fact["id"], holds=holds, reply=reply, actor=actor, branch=branch)
+        return {"id": record["id"], "ref": item_ref("fact", record["id"]), "status": record["status"],
+                "text": record["text"], "answered_in": reply["id"]}  # fmt: skip
+
     def find_fact(self, conn, ref: str, *, project: str | None = None, branch: str = MAIN) -> dict[str, Any]:
         """The fact `ref` names: its whole id or its first characters (the briefing shows 8)."""
         prefix = (ref or "").strip().lower()
@@ -227,6 +243,25 @@ def _step_number(ref: str | int) -> int:
     if not text.isdigit() or int(text) >= 2**63:
         raise RecordError(f"{ref!r} is not a next step's number (`step 12`)", code="invalid_id")
     return int(text)
+
+
+# Claude asks, the user answers: the answer is one of their latest prompts, not something said long ago.
+ANSWER_PROMPTS = 3
+
+
+def users_reply(conn, view, words: str, *, project: str, session_id: str | None) -> dict[str, Any] | None:
+    """The latest of the user's last few prompts (of the session, else the project) that holds `words`."""
+    wanted = _plain(words)
+    if not wanted:
+        return None
+    filters: dict[str, Any] = {"kind": "prompt", "project": project, **({"session_id": session_id} if session_id else {})}
+    prompts, _ = Records.query(conn, view, filters=filters, order="happened_at DESC", limit=ANSWER_PROMPTS)
+    return next((p for p in prompts if wanted in _plain(p["text"])), None)
+
+
+def _plain(text: str) -> str:
+    """Lower case, one space between words, without the quotes and stops a quotation adds around them."""
+    return " ".join(str(text or "").lower().split()).strip(" \"'“”‘’.!?")
 
 
 def _outcome(kind: str, item_id: Any, action: str, status: str, text: str, entry: dict[str, Any]) -> dict[str, Any]:

@@ -286,8 +286,8 @@ class FactStore:
         )  # fmt: skip
         for approval in self.approvals.for_record(conn, earlier["id"]):
             if approval["status"] == "pending":
-                self.approvals.confirmed_by_the_user(conn, approval["id"], f"said again in session {fact.session_id}",
-                                                     earlier["id"])  # fmt: skip
+                self.approvals.decided_by_the_user(conn, approval["id"], status="approved", how="said-again",
+                                                   note=f"said again in session {fact.session_id}", result_id=earlier["id"])  # fmt: skip
         return {"status": "active", "record": decorate(record), "reaffirmed": True, "confirmed": True}
 
     def supersede(self, conn, fact_id: str, text: str, *, confidence: float | None, actor: str, reason: str,
@@ -420,6 +420,31 @@ class FactStore:
             data={**current["data"], "verified_at": now(), "approved_by": human_actor(decision.actor)},
         )  # fmt: skip
         return current["id"]
+
+    def answered_by_the_user(self, conn, fact_id: str, *, holds: bool, reply: dict[str, Any], actor: str,
+                             branch: str = MAIN) -> dict[str, Any]:  # fmt: skip
+        """The user answered, in a session, whether a pending fact holds; `reply` is the prompt that says so.
+        It holds: a standing fact now, verified when they said so. It does not: rejected, so the same
+        words extracted again stay out."""
+        current = self._current(conn, fact_id, branch)
+        if current["status"] != "pending":
+            raise RecordError(f"fact {current['id'][:8]} is {current['status']}: it does not wait for the user's answer",
+                              code="conflict", status=409)  # fmt: skip
+        note = f"the user answered in session {reply.get('session_id') or '?'}: {reply['text'][:300]}"
+        if holds:
+            record = Records.update(
+                conn, current["id"], branch=branch, actor=actor, reason="CONFIRMED (the user answered)", status="active",
+                confidence=max(float(current["confidence"] or 0), FACT_ACCEPT),
+                data={**current["data"], "verified_at": reply["happened_at"], "confirmed": note},
+            )  # fmt: skip
+        else:
+            record = Records.update(conn, current["id"], branch=branch, actor=actor, reason="REJECT (the user answered)",
+                                    status="rejected")  # fmt: skip
+        for approval in self.approvals.for_record(conn, current["id"]):
+            if approval["status"] == "pending":
+                self.approvals.decided_by_the_user(conn, approval["id"], status="approved" if holds else "rejected",
+                                                   how="answered", note=note, result_id=current["id"] if holds else None)  # fmt: skip
+        return decorate(record)
 
     def reject_pending(self, conn, approval: dict[str, Any], decision) -> None:
         current = self._current(conn, approval["record_id"], approval["branch"])
