@@ -74,7 +74,7 @@ def test_a_reply_that_picks_an_option_is_no_instruction_but_claude_asks_the_user
     assert approval["payload"]["text"] == "lets use createdAt"
 
 
-def test_only_the_latest_replies_of_the_last_two_weeks_are_asked_about(model):
+def test_only_the_latest_replies_within_two_weeks_of_the_newest_are_asked_about(model):
     from memory_anchor.worker.context.knowledge import ASK_DAYS, ASK_ONCE
 
     now = time.time()
