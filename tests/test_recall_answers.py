@@ -39,3 +39,32 @@ def test_recall_answers_from_earlier_replies_and_is_quiet_without_an_answer(work
     assert "Happy app" in recall("what do we use to work from a mobile device?")  # other words than were said
     assert recall("how did we configure the kubernetes ingress for the staging cluster?") == ""
     assert recall("which kafka topics does the billing consumer read from?") == ""
+
+
+MARKET = "现阶段先不做德国市场：德国对 OEKO 认证要求很高，而我们还没有任何国际市场准入认证。"
+REPORT = "月度复盘报告已经生成，统一放在桌面的“运营复盘”文件夹里，格式是 Word（.docx），方便你直接转发。"
+
+
+def test_recall_in_chinese_goes_by_the_questions_subject_not_the_english_models_similarity(worker, tmp_path: Path) -> None:
+    """The embedding model reads English: to it any two Chinese texts look alike. Recall for a Chinese
+    prompt keeps what says most of the prompt's subject, and stays quiet on a subject memory lacks."""
+    project = tmp_path / "shop-ops"
+    project.mkdir()
+    transcript = tmp_path / "past-zh.jsonl"
+    asked = ["我们下一步先开拓哪些国家？", "帮我把这个月的复盘做成报告"]
+    turns = [_entry("user", asked[0], 1), _entry("assistant", MARKET, 2), _entry("user", asked[1], 3), _entry("assistant", REPORT, 4)]
+    transcript.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in turns) + "\n", encoding="utf-8")
+    base = {"session_id": "s-past", "cwd": str(project), "transcript_path": str(transcript)}
+    for prompt, last in zip(asked, (MARKET, REPORT)):
+        worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt}, expect=202)
+        worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                                       "last_assistant_message": last}, expect=202)  # fmt: skip
+    worker.wait_idle()
+
+    def recall(prompt: str) -> str:
+        return worker.post("/api/v1/recall", {"prompt": prompt, "cwd": str(project), "session_id": "s-now"})["context"]
+
+    assert "OEKO" in recall("为什么现阶段不做德国市场？")
+    assert "运营复盘" in recall("月度复盘报告放在哪里，用什么格式？")
+    assert recall("redis 集群的密码怎么轮换？") == ""
+    assert recall("上个月 ios 推送通知为什么收不到了？") == ""

@@ -8,7 +8,8 @@ their subject ("how do we deploy the shop?" recalls "we deploy with fly.io"),
 matched on words (CJK by character pairs), not on the search score.
 Claude's replies of earlier sessions (an explanation, the reason for a choice,
 what failed) are recalled like any memory. A memory is added only when it is
-close to the prompt (`holds_an_answer`): recall stays quiet when memory holds
+close to the prompt (`holds_an_answer`; for a prompt in a CJK script, when it says
+most of the prompt's subject: `subject_said`): recall stays quiet when memory holds
 nothing on the subject.
 """
 
@@ -22,7 +23,7 @@ from memory_anchor.worker.context.layers import STANDING, standing_facts
 from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
-from memory_anchor.worker.memory.cues import terms
+from memory_anchor.worker.memory.cues import share_said, terms, written_in_cjk
 from memory_anchor.worker.memory.text import clip, line_key
 from memory_anchor.worker.store.present import record_to_wire
 from memory_anchor.worker.store.records import resolve_view
@@ -33,6 +34,7 @@ QUESTION_EXTRA = 2  # lines a question gets beyond the limit: what it asks may b
 MAX_RULES = 3
 MAX_SESSIONS = 2
 SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
+SUBJECT_SAID = 0.6  # of a CJK prompt's subject, in a memory: it says most of it (as `covers` reads "most")
 LINE_CHARS = 300
 SESSION_LINE_CHARS = 420
 
@@ -57,7 +59,10 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
         mode="hybrid",
         fallback=False,
     )
-    hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold)]
+    if written_in_cjk(request.prompt):
+        hits = subject_said(hits, request.prompt)
+    else:
+        hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold)]
     # The prompt itself was just captured; recalling it back is noise.
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
     forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
@@ -98,6 +103,18 @@ def holds_an_answer(hit: dict[str, Any], threshold: float) -> bool:
     if similarity is None:
         return False
     return similarity >= threshold or (similarity >= AGREED and "keyword" in str(hit.get("match") or ""))
+
+
+def subject_said(hits: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
+    """The hits that say most of a CJK prompt's subject, those that say more first.
+
+    The embedding model reads English: on CJK text its similarity says little (an unrelated Chinese
+    memory scores 0.78 against a question, above what a related English one does), so for a prompt
+    in a CJK script the words decide. Measured on a real Chinese project's questions and on the
+    same absent questions asked in Chinese, the similarity gate injected five unrelated lines for
+    each absent one and missed most answers that search found."""
+    said = [(share_said(prompt, f"{h.get('title') or ''}\n{h.get('text') or ''}"), n, h) for n, h in enumerate(hits)]
+    return [h for share, _, h in sorted(said, key=lambda t: (-t[0], t[1])) if share >= SUBJECT_SAID]
 
 
 def recall_line(record: dict[str, Any]) -> str:

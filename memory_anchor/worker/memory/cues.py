@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from memory_anchor.worker.memory.common import tokens
+from memory_anchor.worker.memory.common import STOPWORDS, tokens
 from memory_anchor.worker.memory.text import clip
 
 MAX_STATEMENT_CHARS = 300
@@ -134,6 +134,38 @@ def terms(text: str) -> set[str]:
     for run in _CJK_RUN.findall(text or ""):
         out.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
     return out
+
+
+# Where a CJK question's grammar sits (的, 了, 什么, 怎么, 哪里, 为什么, and Japanese kana particles):
+# its runs are cut there, so its pairs are those of its subject ("工厂网站做好放在哪里" gives
+# 工厂, 网站, 做好, 放在… but not 哪里, which any other question shares).
+_CJK_GRAMMAR = re.compile(r"[的了吗呢吧啊是在和与及或就都也还又这那哪些个我你他她它们什么怎为何如里多少几有要会能可以之其把被给对让"
+                          r"\u3040-\u309f]+")
+_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#-]*[a-z0-9+#]|[a-z0-9]")
+
+
+def written_in_cjk(text: str) -> bool:
+    """Is the text, or part of it, written in a CJK script (a phrase, not one stray character):
+    "planning-with-files 插件是怎么装的？" is."""
+    return sum(len(run) for run in _CJK_RUN.findall(text or "")) >= 2
+
+
+def subject_terms(text: str) -> set[str]:
+    """What a question is about, to look for as it is written: its words in other scripts (lower
+    case, not stemmed) and the character pairs of its CJK runs cut at their grammar."""
+    lowered = (text or "").lower()
+    out = {w for w in _LATIN_WORD.findall(_CJK_RUN.sub(" ", lowered)) if w not in STOPWORDS}
+    for run in _CJK_RUN.findall(lowered):
+        for part in _CJK_GRAMMAR.split(run):
+            out.update(part[i : i + 2] for i in range(len(part) - 1))
+    return out
+
+
+def share_said(question: str, text: str) -> float:
+    """The share of the question's subject (`subject_terms`) that `text` says, word for word."""
+    wanted = subject_terms(question)
+    said = (text or "").lower()
+    return sum(1 for term in wanted if term in said) / len(wanted) if wanted else 0.0
 
 
 def covers_characters(text: str, item: str, *, at_least: float = 0.6) -> bool:
