@@ -23,8 +23,9 @@ from memory_anchor.worker.context.layers import STANDING, standing_facts
 from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
-from memory_anchor.worker.memory.cues import share_said, terms, written_in_cjk
+from memory_anchor.worker.memory.cues import share_said, terms
 from memory_anchor.worker.memory.text import clip, line_key
+from memory_anchor.worker.store.cjk import written_in_cjk
 from memory_anchor.worker.store.present import record_to_wire
 from memory_anchor.worker.store.records import resolve_view
 

@@ -77,7 +77,7 @@ from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, Sql
 from memory_anchor.worker.index.timewords import time_window
 from memory_anchor.worker.index.vectors import VectorFilter, Vectors
 from memory_anchor.worker.store import filters as filter_language
-from memory_anchor.worker.store.cjk import is_cjk_word, query_words
+from memory_anchor.worker.store.cjk import is_cjk_word, query_words, written_in_cjk
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.dialect import dialect_of, metadata_in, truth
 from memory_anchor.worker.store.filters import Filter
@@ -121,6 +121,9 @@ class Tuning:
     """The knobs of ranking; defaults were tuned on the dev benchmark file (see team/retrieval-notes.md)."""
 
     dense_weight: float = 0.5
+    # The embedding model reads English; to it any two CJK texts look alike (0.7-0.8), so on a query
+    # in a CJK script its vote counts for little and the words decide.
+    cjk_dense_weight: float = 0.1
     keyword_weight: float = 0.5
     candidates: int = 60  # per list, at least (top_k * 4 if larger)
     neighbour_weight: float = 0.4  # share of the best adjacent record's relevance added
@@ -352,6 +355,8 @@ class SearchService:
             weights = (1.0, 0.0)
         elif mode == "keyword":
             weights = (0.0, 1.0)
+        elif written_in_cjk(query):
+            weights = (tuning.cjk_dense_weight, 1.0 - tuning.cjk_dense_weight)
         else:
             weights = (tuning.dense_weight, tuning.keyword_weight)
         relevance = {s: weights[0] * dense.get(s, 0.0) + weights[1] * keyword.get(s, 0.0) for s in records}

@@ -144,12 +144,6 @@ _CJK_GRAMMAR = re.compile(r"[的了吗呢吧啊是在和与及或就都也还又
 _LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#-]*[a-z0-9+#]|[a-z0-9]")
 
 
-def written_in_cjk(text: str) -> bool:
-    """Is the text, or part of it, written in a CJK script (a phrase, not one stray character):
-    "planning-with-files 插件是怎么装的？" is."""
-    return sum(len(run) for run in _CJK_RUN.findall(text or "")) >= 2
-
-
 def subject_terms(text: str) -> set[str]:
     """What a question is about, to look for as it is written: its words in other scripts (lower
     case, not stemmed) and the character pairs of its CJK runs cut at their grammar."""

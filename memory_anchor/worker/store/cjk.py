@@ -53,6 +53,12 @@ def has_cjk(text: str) -> bool:
     return bool(text) and _CJK_CHAR.search(text) is not None
 
 
+def written_in_cjk(text: str) -> bool:
+    """Is the text, or part of it, written in a CJK script (a phrase, not one stray character):
+    "planning-with-files 插件是怎么装的？" is."""
+    return sum(len(run) for run in CJK_RUN.findall(text or "")) >= 2
+
+
 def grams(run: str) -> list[str]:
     """A CJK run's bigrams, then its single characters (each once, in order)."""
     chars = list(run)
