@@ -213,11 +213,17 @@ def measure(folder: Path, work: Path, *, claude: bool = False, quick: int | None
         searches = asyncio.run(_search_top10({**env, "CLAUDE_PROJECT_DIR": cwd, "CLAUDE_CODE_SESSION_ID": "bench-replay"},
                                              queries)) if queries else []  # fmt: skip
         by_id = {_session_id(f): f for f in files}
+        # The REST search's whole hits too, as the questions are scored: the MCP tool shows each hit's start.
+        rest = ["\n".join(f"{h.get('title') or ''}\n{h.get('memory') or ''}" for h in
+                          run.client.post("/api/v1/memories/search", {"query": q, "top_k": 10,
+                                                                      "filters": {"project": project}})["results"])
+                for q in queries]  # fmt: skip
         figures["probes"] = [{"title": p.title, "files": p.files, "recall": names_a_file(r, p.files),
-                              "search": names_a_file(s, p.files), "search_answer": s[:600],
+                              "search": names_a_file(s, p.files), "search_rest": names_a_file(w, p.files),
+                              "search_answer": s[:600],
                               "written": bool(set(p.files) & written_files(by_id[p.session_id])),
                               "subject": names_a_subject(p.title)}
-                             for p, r, s in zip(patched, recalls, searches)]  # fmt: skip
+                             for p, r, s, w in zip(patched, recalls, searches, rest)]  # fmt: skip
         figures["qa"] = qa.measure(qa.read_questions(folder), lambda q: run.recall_at(cwd, q, via),
                                    lambda q: run.client.post("/api/v1/memories/search", {"query": q, "top_k": 10,
                                                              "filters": {"project": project}})["results"])  # fmt: skip
@@ -362,7 +368,8 @@ def report(figures: dict[str, Any], *, show_briefing: bool = False) -> bool:
         print(f"  Claude Code's text as the user's words: {text[:120]!r}")
     rows = figures["probes"]
     print(f"probes (sessions with a patch): {len(rows)}; recall names a changed file {sum(r['recall'] for r in rows)}, "
-          f"search top 10 {sum(r['search'] for r in rows)}")  # fmt: skip
+          f"search top 10 {sum(r['search'] for r in rows)} (the MCP tool's lines; the REST search's whole hits "
+          f"{sum(bool(r.get('search_rest')) for r in rows)})")  # fmt: skip
     written = figures["written"]
     print(f"  of the {written['sessions']} whose transcript says a file of their patch was written (what memory "
           f"can know): recall {written['recall']}, search {written['search']}")  # fmt: skip
