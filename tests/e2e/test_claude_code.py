@@ -152,7 +152,8 @@ def test_session_two_recalls_session_one_and_mcp_round_trip(machine, fake_api, m
     assert with_search and with_details, "the scripted search round trip did not happen"
     names = offered_tools(with_search[0])
     ours = {name.removeprefix(MCP_PREFIX) for name in names if name.startswith(MCP_PREFIX)}
-    assert ours == {"search", "timeline", "get_observations", "memory_write_fact", "forget_memory", "edit_memory"}
+    assert ours == {"search", "timeline", "get_observations", "memory_write_fact", "forget_memory", "edit_memory",
+                    "record_user_answer"}
     assert observation["id"] in last_tool_result(with_search[0])
     details = last_tool_result(with_details[0])
     assert f"echo {marker}" in details and observation["id"] in details
