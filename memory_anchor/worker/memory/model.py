@@ -434,11 +434,12 @@ class MemoryModel:
 
 def root_cause_facts(summary: dict[str, Any]) -> list[str]:
     """A session's root causes as standalone facts: what was fixed, and why it broke. What was done
-    leads only when it reads as a report of its own: not cut off ("Removed the Group column from"),
-    not the speaker's account ("I've added …")."""
+    leads one cause, and only when it reads as a report of its own: not cut off ("Removed the Group
+    column from"), not the speaker's account ("I've added …"). Several causes under one line are the
+    points of what it introduces ("the logs show the two providers' problems: …"): each stands alone."""
     done = [d for d in summary.get("done") or [] if isinstance(d, str)]
     causes = [c for c in summary.get("root_causes") or [] if isinstance(c, str) and c.strip()]
-    context = done[0].rstrip("。.") if len(done) == 1 else ""
+    context = done[0].rstrip("。.") if len(done) == 1 and len(causes) == 1 else ""
     if context and (fragment(context) is not None or opens_on_speaker(context)):
         context = ""
     return [f"{context}: {cause}" if context and cause not in context else cause for cause in causes]
