@@ -75,7 +75,7 @@ def test_a_reply_that_picks_an_option_is_no_instruction_but_claude_asks_the_user
 
 
 def test_only_the_latest_replies_within_two_weeks_of_the_newest_are_asked_about(model):
-    from memory_anchor.worker.context.knowledge import ASK_DAYS, ASK_ONCE
+    from memory_anchor.worker.memory.ask_once import ASK_DAYS, ASK_ONCE
 
     now = time.time()
     _say(model, "lets keep the old importer for the archive", session="s0", at=now - (ASK_DAYS + 1) * DAY, reply=True)
@@ -229,3 +229,35 @@ def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(sh
     assert _section(text, "Ask the user once") == [] and "spinner" not in text.split("## Last sessions")[0]
     decided = {a["record_id"][:8]: (a["status"], a["decided_by"]) for a in shared_worker.get("/api/v1/approvals?status=")["results"]}
     assert decided[names] == ("approved", "user:answered") and decided[spinner] == ("rejected", "user:answered")
+
+
+def test_a_reply_is_asked_about_in_one_session_only(shared_worker, tmp_path):
+    """The first live session whose start lists a reply asks about it; its own later briefings (after a
+    compaction) keep it, the next session's does not list it again."""
+    root = tmp_path / "atlas"
+    root.mkdir()
+    cwd = str(root)
+
+    def post(session: str, *events: dict) -> None:
+        base = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd}
+        for event in events:
+            status, _ = shared_worker.request("POST", "/api/v1/events", {**base, **event})
+            assert status == 202
+        shared_worker.wait_idle()
+
+    def asks(session: str, source: str = "startup") -> list[str]:
+        text = shared_worker.get(f"/api/v1/context?cwd={cwd}&source={source}&session_id={session}")["context"]
+        return [line.split('"')[1] for line in _section(text, "Ask the user once")]
+
+    post("a1", {"hook_event_name": "UserPromptSubmit", "prompt": "which queue should the importer use?", "permission_mode": "default"},
+         {"hook_event_name": "Stop", "stop_hook_active": False,
+          "last_assistant_message": "Two options: (a) postgres as the queue, or (b) redis streams. Which do you prefer?"},
+         {"hook_event_name": "UserPromptSubmit", "prompt": "lets use postgres for the queue", "permission_mode": "default"},
+         {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Done: the importer queues in postgres."})  # fmt: skip
+    assert asks("a2") == ["lets use postgres for the queue"]  # the briefing comes first, then the start is drained
+    post("a2", {"hook_event_name": "SessionStart", "source": "startup"})
+    assert asks("a2", "compact") == ["lets use postgres for the queue"]
+    post("a3", {"hook_event_name": "SessionStart", "source": "startup"})
+    assert asks("a3") == []
+    [fact] = [f for f in shared_worker.get("/api/v1/facts?status=pending&limit=100")["results"] if "postgres for the queue" in f["memory"]]
+    assert fact["data"]["asked_in"] == "a2"

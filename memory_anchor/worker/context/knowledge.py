@@ -24,6 +24,7 @@ a handful, the freshest first.
 from __future__ import annotations
 
 from memory_anchor.worker.context.layers import STANDING, facts_of_types, standing_facts, when
+from memory_anchor.worker.memory.ask_once import on_their_words, replies_to_ask, said_at
 from memory_anchor.worker.memory.instructions import HEDGED
 from memory_anchor.worker.context.model import ContextRequest, Section
 from memory_anchor.worker.context.staleness import fact_flag, mark, marks, reconcile_facts
@@ -70,39 +71,16 @@ def said_once_section(request: ContextRequest, conn, view) -> Section | None:
                    "follow them unless the user says otherwise)", lines, share=0.25)  # fmt: skip
 
 
-ASK_ONCE = 3  # a few questions at a session's start, the latest said first
-ASK_DAYS = 14  # asked about while the work is fresh: older replies wait in Approvals
-
-
 def ask_once_section(request: ContextRequest, conn, view) -> Section | None:
     """Replies that picked among Claude's options and may hold beyond that task, for Claude to ask the
-    user about once. Not instructions: what settles a matter at hand is not briefed as one. But kept
-    only in Approvals they reach nobody, and in design work such a reply is often a lasting decision
-    ("I like the names bootstrap, backfill and delta"). The user's answer, carried by the
-    record_user_answer tool, makes one a standing decision or drops it."""
-    replies = [f for f in facts_of_types(conn, view, request.project, STANDING, statuses=("pending",))
-               if _a_reply_to_options(f)]  # fmt: skip
+    user about once (memory/ask_once.py): not instructions, so never listed as such."""
+    replies = replies_to_ask(conn, view, request.project, request.session_id)
     if not replies:
         return None
-    said = {f["id"]: float((f.get("data") or {}).get("verified_at") or 0) for f in replies}
-    latest = max(said.values())
-    replies = sorted((f for f in replies if said[f["id"]] >= latest - ASK_DAYS * 86400), key=lambda f: -said[f["id"]])
-    lines = [f'- "{clip(_their_words(f), 260)}" (their reply to your options, {when(said[f["id"]])[:10]}; fact {f["id"][:8]})'
-             for f in replies[:ASK_ONCE]]  # fmt: skip
+    lines = [f'- "{clip(_their_words(f), 260)}" (their reply to your options, {when(said_at(f))[:10]}; fact {f["id"][:8]})'
+             for f in replies]  # fmt: skip
     return Section("ask_once", "Ask the user once whether these replies hold beyond that task (not followed until "
                    "they say so; record their answer with record_user_answer)", lines, share=0.1)  # fmt: skip
-
-
-def _a_reply_to_options(fact: dict) -> bool:
-    """A pending fact on the user's words given in reply to Claude's options (less confidence than an
-    instruction said once)."""
-    return _on_their_words(fact) and float(fact.get("confidence") or 0) < HEDGED
-
-
-def _on_their_words(fact: dict) -> bool:
-    """It stands on the user's quoted words, and the source re-check did not send it back."""
-    data = fact.get("data") or {}
-    return bool(data.get("quote")) and not data.get("recheck")
 
 
 def _their_words(fact: dict) -> str:
@@ -119,7 +97,7 @@ def _their_words(fact: dict) -> str:
 
 def _said_by_the_user(fact: dict) -> bool:
     """A pending rule on the user's words, said as an instruction (not a reply that picked an option)."""
-    return _on_their_words(fact) and float(fact.get("confidence") or 0) >= HEDGED
+    return on_their_words(fact) and float(fact.get("confidence") or 0) >= HEDGED
 
 
 def next_steps_section(request: ContextRequest, conn, view) -> Section | None:

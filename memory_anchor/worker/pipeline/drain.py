@@ -32,11 +32,12 @@ from memory_anchor.hookkit import origin
 from memory_anchor.core.projects import is_excluded, project_for_cwd
 from memory_anchor.worker.capture.inbox import HISTORY, InboxEvent
 from memory_anchor.worker.index import heap
+from memory_anchor.worker.memory.ask_once import mark_asked
 from memory_anchor.worker.pipeline.sessions import Sessions
 from memory_anchor.worker.store.db import savepoint
 from memory_anchor.worker.store.errors import StorageUnavailable
 from memory_anchor.worker.store.quarantine import Tries
-from memory_anchor.worker.store.records import Records, written_for
+from memory_anchor.worker.store.records import Records, resolve_view, written_for
 from memory_anchor.worker.store.sessions import get_session
 
 log = logging.getLogger(__name__)
@@ -456,7 +457,13 @@ class Pipeline:
         return written
 
     def on_session_start(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
-        return {}
+        """A live session's start lists the replies to Claude's options it is to ask the user about:
+        they are marked asked in it, so the next sessions do not ask again (memory/ask_once.py)."""
+        if event.origin == HISTORY or not event.session_id or not session.get("project"):
+            return {}
+        asked = mark_asked(conn, resolve_view(conn, session["branch"]), session["project"], event.session_id,
+                           branch=session["branch"], actor=session.get("agent_id") or "claude-code")  # fmt: skip
+        return {"asked": asked} if asked else {}
 
     def on_pre_compact(self, conn, event: InboxEvent, session: dict, _draft) -> dict:
         return {"transcript_path": event.payload.get("transcript_path")}
