@@ -51,6 +51,10 @@ FACT_PENDING = 0.7
 FACT_REVERIFY = 0.6
 FACT_DECAY_PER_DAY = 0.95
 
+# The fact categories that say how to work (rules, decisions, preferences, conventions): briefed as
+# standing ones when confirmed, in the user's words when said once.
+STANDING = ("rule", "decision", "preference", "convention")
+
 
 def normalize_layer(value: str) -> str:
     """A layer name or alias → its canonical name; a clear error otherwise."""

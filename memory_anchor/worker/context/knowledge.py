@@ -23,7 +23,8 @@ a handful, the freshest first.
 
 from __future__ import annotations
 
-from memory_anchor.worker.context.layers import STANDING, facts_of_types, standing_facts, when
+from memory_anchor.schemas.memory_model import STANDING
+from memory_anchor.worker.context.layers import facts_of_types, standing_facts, when
 from memory_anchor.worker.memory.ask_once import on_their_words, replies_to_ask, said_at
 from memory_anchor.worker.memory.instructions import HEDGED
 from memory_anchor.worker.context.model import ContextRequest, Section

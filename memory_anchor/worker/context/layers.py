@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.schemas.codebase import Freshness
+from memory_anchor.schemas.memory_model import STANDING
 from memory_anchor.worker.context.model import ContextRequest, Section
 from memory_anchor.worker.context.staleness import fact_flag, mark, marks, reconcile_facts
 from memory_anchor.worker.memory.common import DEFAULT_AGENT
 from memory_anchor.worker.memory.text import clip
 from memory_anchor.worker.store.records import iso
 
-STANDING = ("rule", "decision", "preference", "convention")
 
 
 def share(request: ContextRequest, name: str) -> float:

@@ -19,7 +19,8 @@ from typing import Any
 
 from memory_anchor.schemas.events import RecallRequest
 from memory_anchor.worker.context.knowledge import LABELS
-from memory_anchor.worker.context.layers import STANDING, standing_facts
+from memory_anchor.schemas.memory_model import STANDING
+from memory_anchor.worker.context.layers import standing_facts
 from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_anchor.worker.memory.facts import STANDING_TYPES, decorate
+from memory_anchor.schemas.memory_model import STANDING
+from memory_anchor.worker.memory.facts import decorate
 from memory_anchor.worker.memory.instructions import HEDGED
 from memory_anchor.worker.store.records import Records, View
 
@@ -43,7 +44,7 @@ def said_at(fact: dict[str, Any]) -> float:
 def replies_to_ask(conn, view: View, project: str | None, session_id: str | None = None) -> list[dict[str, Any]]:
     """The replies to ask about at the start of `session_id`: those it asked already, or else the
     latest not yet asked in any session (said within ASK_DAYS of the newest of them)."""
-    filters: dict[str, Any] = {"kind": "fact", "type": list(STANDING_TYPES)}
+    filters: dict[str, Any] = {"kind": "fact", "type": list(STANDING)}
     if project is not None:
         filters["project"] = project
     rows, _ = Records.query(conn, view, filters=filters, statuses=("pending",), limit=300)

@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from memory_anchor.schemas.memory_model import (
     FACT_PENDING,
+    STANDING,
     DecisionReply,
     ExtractionOutcome,
     ExtractionReply,
@@ -65,7 +66,6 @@ log = logging.getLogger(__name__)
 
 ROOT_CAUSE_CONFIDENCE = 0.9
 SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
-STANDING = ("rule", "decision", "preference", "convention")
 CATEGORY_OF = {"rule": "rule", "decision": "decision", "preference": "preference"}
 _CHANGE_OF_MIND = re.compile(
     r"(?i)\b(now|anymore|any more|from now on|instead|switch|no longer|going forward)\b"

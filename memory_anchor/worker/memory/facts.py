@@ -42,6 +42,7 @@ from memory_anchor.schemas.memory_model import (
     FACT_DECAY_PER_DAY,
     FACT_PENDING,
     FACT_REVERIFY,
+    STANDING,
     VERIFIED_FACT,
     FactIn,
 )
@@ -65,7 +66,6 @@ from memory_anchor.worker.store.records import MAIN, NotFound, RecordError, Reco
 from memory_anchor.worker.store.sessions import session_cwd
 
 LIVE = ("active", "pending", "disputed")
-STANDING_TYPES = ("rule", "decision", "preference", "convention")
 # Said again this far apart (seconds), in another session: the user repeating it, not a transcript's copy.
 SAID_AGAIN_APART = 60.0
 # Two wordings this close say the same thing: extraction takes the candidate for a known fact (NONE),
@@ -259,7 +259,7 @@ class FactStore:
                                data={**data, "sessions": [*sessions, fact.session_id]})  # fmt: skip
             return {"status": "rejected", "record": None, "rejected_id": earlier["id"],
                     "reason": f"fact {earlier['id']} saying this was rejected; said again no later: not stored"}  # fmt: skip
-        if new_session and abs(said - said_last) > SAID_AGAIN_APART and earlier.get("type") in STANDING_TYPES \
+        if new_session and abs(said - said_last) > SAID_AGAIN_APART and earlier.get("type") in STANDING \
                 and data.get("quote") and not data.get("recheck"):
             return self._confirmed(conn, earlier, fact, actor=actor, branch=branch, said=max(said, said_last))
         record = earlier

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory_anchor.schemas.memory_model import STANDING
 from memory_anchor.worker.memory.cues import covers, covers_characters, sentences
 from memory_anchor.worker.memory.form import fragment
 from memory_anchor.worker.memory.instructions import PLAIN, standing_statements
@@ -32,7 +33,6 @@ from memory_anchor.worker.memory.outcomes import is_narration
 from memory_anchor.worker.memory.text import one_line
 from memory_anchor.worker.memory.user_words import own_words
 
-STANDING = ("rule", "decision", "preference", "convention")
 QUOTE_FOUND = 0.8  # of the quote's words, in one sentence of the user's own words
 QUOTE_SAYS = 0.5  # of the fact's words, in its quote: a rule says what the user said, not more
 

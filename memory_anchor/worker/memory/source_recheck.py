@@ -18,7 +18,8 @@ from typing import Any
 
 from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.worker.memory.approvals import ApprovalQueue
-from memory_anchor.worker.memory.provenance import STANDING, Prompt, check
+from memory_anchor.schemas.memory_model import STANDING
+from memory_anchor.worker.memory.provenance import Prompt, check
 from memory_anchor.worker.store.records import Records, View, resolve_view
 
 log = logging.getLogger(__name__)
