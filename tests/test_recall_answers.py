@@ -18,22 +18,31 @@ def _entry(kind: str, text: str, n: int) -> dict:
             "message": {"id": f"m{n}", "role": kind, "content": content}}  # fmt: skip
 
 
-def test_recall_answers_from_earlier_replies_and_is_quiet_without_an_answer(worker, tmp_path: Path) -> None:
-    project = tmp_path / "notes-app"
+def _past_session(worker, tmp_path: Path, name: str, exchanges: list[tuple[str, str]]):
+    """A past session of project `name` as its hooks posted it (a prompt, then the Stop with Claude's
+    reply, each exchange), its transcript beside it; then `recall(prompt)` as a new session asks."""
+    project = tmp_path / name
     project.mkdir()
-    transcript = tmp_path / "past.jsonl"
-    turns = [_entry("user", "which notes tool should we build on?", 1), _entry("assistant", REASON, 2),
-             _entry("user", "and how do i use it away from my desk?", 3), _entry("assistant", PHONE, 4)]  # fmt: skip
-    transcript.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    transcript = tmp_path / f"{name}.jsonl"
+    turns = [_entry(kind, text, 2 * n + k) for n, pair in enumerate(exchanges) for k, (kind, text) in
+             enumerate(zip(("user", "assistant"), pair), start=1)]  # fmt: skip
+    transcript.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in turns) + "\n", encoding="utf-8")
     base = {"session_id": "s-past", "cwd": str(project), "transcript_path": str(transcript)}
-    for n, prompt, last in ((1, "which notes tool should we build on?", REASON), (3, "and how do i use it away from my desk?", PHONE)):
+    for prompt, reply in exchanges:
         worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt}, expect=202)
         worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
-                                       "last_assistant_message": last}, expect=202)  # fmt: skip
+                                       "last_assistant_message": reply}, expect=202)  # fmt: skip
     worker.wait_idle()
 
     def recall(prompt: str) -> str:
         return worker.post("/api/v1/recall", {"prompt": prompt, "cwd": str(project), "session_id": "s-now"})["context"]
+
+    return recall
+
+
+def test_recall_answers_from_earlier_replies_and_is_quiet_without_an_answer(worker, tmp_path: Path) -> None:
+    recall = _past_session(worker, tmp_path, "notes-app", [("which notes tool should we build on?", REASON),
+                                                           ("and how do i use it away from my desk?", PHONE)])  # fmt: skip
 
     assert "Logseq" in recall("why did we choose siyuan over logseq for the notes?")
     assert "Happy app" in recall("what do we use to work from a mobile device?")  # other words than were said
@@ -48,21 +57,7 @@ REPORT = "月度复盘报告已经生成，统一放在桌面的“运营复盘�
 def test_recall_in_chinese_goes_by_the_questions_subject_not_the_english_models_similarity(worker, tmp_path: Path) -> None:
     """The embedding model reads English: to it any two Chinese texts look alike. Recall for a Chinese
     prompt keeps what says most of the prompt's subject, and stays quiet on a subject memory lacks."""
-    project = tmp_path / "shop-ops"
-    project.mkdir()
-    transcript = tmp_path / "past-zh.jsonl"
-    asked = ["我们下一步先开拓哪些国家？", "帮我把这个月的复盘做成报告"]
-    turns = [_entry("user", asked[0], 1), _entry("assistant", MARKET, 2), _entry("user", asked[1], 3), _entry("assistant", REPORT, 4)]
-    transcript.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in turns) + "\n", encoding="utf-8")
-    base = {"session_id": "s-past", "cwd": str(project), "transcript_path": str(transcript)}
-    for prompt, last in zip(asked, (MARKET, REPORT)):
-        worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt}, expect=202)
-        worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
-                                       "last_assistant_message": last}, expect=202)  # fmt: skip
-    worker.wait_idle()
-
-    def recall(prompt: str) -> str:
-        return worker.post("/api/v1/recall", {"prompt": prompt, "cwd": str(project), "session_id": "s-now"})["context"]
+    recall = _past_session(worker, tmp_path, "shop-ops", [("我们下一步先开拓哪些国家？", MARKET), ("帮我把这个月的复盘做成报告", REPORT)])
 
     assert "OEKO" in recall("为什么现阶段不做德国市场？")
     assert "运营复盘" in recall("月度复盘报告放在哪里，用什么格式？")

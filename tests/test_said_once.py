@@ -47,6 +47,15 @@ def _section(text: str, starts: str) -> list[str]:
     return lines
 
 
+def _post(worker, cwd: str, session: str, *events: dict) -> None:
+    """Hook payloads of one session as Claude Code posts them, then the pipeline drained."""
+    base = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd}
+    for event in events:
+        status, _ = worker.request("POST", "/api/v1/events", {**base, **event})
+        assert status == 202
+    worker.wait_idle()
+
+
 def _say(model, prompt: str, *, session: str, at: float, reply: bool = False):
     return model.extract(Material(source="prompt", text=prompt, project="/p", session_id=session, source_id=f"{session}:{at}",
                                   observed_at=at, answers_a_question=reply, local_only=True))  # fmt: skip
@@ -164,18 +173,11 @@ def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(sh
     root.mkdir()
     cwd, project = str(root), project_for_cwd(str(root))
 
-    def post(session: str, *events: dict) -> None:
-        base = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd}
-        for event in events:
-            status, _ = shared_worker.request("POST", "/api/v1/events", {**base, **event})
-            assert status == 202
-        shared_worker.wait_idle()
-
     def asked(prompt: str, question: str) -> list[dict]:
         return [{"hook_event_name": "UserPromptSubmit", "prompt": prompt, "permission_mode": "default"},
                 {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": question}]  # fmt: skip
 
-    post("s1", {"hook_event_name": "SessionStart", "source": "startup"},
+    _post(shared_worker, cwd, "s1", {"hook_event_name": "SessionStart", "source": "startup"},
          *asked("how should we name the three sync steps?",
                 "Two options: (a) bootstrap, backfill and delta, or (b) initial, rest and catch-up. Which do you prefer?"),
          *asked("I like the names bootstrap, backfill and delta for the 3 steps",
@@ -193,7 +195,7 @@ def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(sh
     names, spinner = (re.search(r"fact ([0-9a-f]{8})", line).group(1) for line in asks[::-1])
 
     # The next session: Claude asks, the user answers.
-    post("s2", {"hook_event_name": "SessionStart", "source": "startup"},
+    _post(shared_worker, cwd, "s2", {"hook_event_name": "SessionStart", "source": "startup"},
          *asked("hi", "Before we start: do the sync step names bootstrap, backfill and delta hold from now on?"),
          {"hook_event_name": "UserPromptSubmit", "prompt": "yes, keep those names for good", "permission_mode": "default"})  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "MEMORY_ANCHOR_"))}
@@ -216,7 +218,7 @@ def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(sh
     assert not answered.is_error and answered.content[0].text.startswith(f"fact {names} is active: I like the names")
 
     # "no" to the other one, given over REST as the tool gives it
-    post("s2", {"hook_event_name": "UserPromptSubmit", "prompt": "no, the spinner was only for that screen",
+    _post(shared_worker, cwd, "s2", {"hook_event_name": "UserPromptSubmit", "prompt": "no, the spinner was only for that screen",
                 "permission_mode": "default"})  # fmt: skip
     status, out = shared_worker.request("POST", f"/api/v1/facts/{spinner}/answer",
                                         {"holds": False, "user_words": "the spinner was only for that screen",
@@ -238,26 +240,19 @@ def test_a_reply_is_asked_about_in_one_session_only(shared_worker, tmp_path):
     root.mkdir()
     cwd = str(root)
 
-    def post(session: str, *events: dict) -> None:
-        base = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd}
-        for event in events:
-            status, _ = shared_worker.request("POST", "/api/v1/events", {**base, **event})
-            assert status == 202
-        shared_worker.wait_idle()
-
     def asks(session: str, source: str = "startup") -> list[str]:
         text = shared_worker.get(f"/api/v1/context?cwd={cwd}&source={source}&session_id={session}")["context"]
         return [line.split('"')[1] for line in _section(text, "Ask the user once")]
 
-    post("a1", {"hook_event_name": "UserPromptSubmit", "prompt": "which queue should the importer use?", "permission_mode": "default"},
+    _post(shared_worker, cwd, "a1", {"hook_event_name": "UserPromptSubmit", "prompt": "which queue should the importer use?", "permission_mode": "default"},
          {"hook_event_name": "Stop", "stop_hook_active": False,
           "last_assistant_message": "Two options: (a) postgres as the queue, or (b) redis streams. Which do you prefer?"},
          {"hook_event_name": "UserPromptSubmit", "prompt": "lets use postgres for the queue", "permission_mode": "default"},
          {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Done: the importer queues in postgres."})  # fmt: skip
     assert asks("a2") == ["lets use postgres for the queue"]  # the briefing comes first, then the start is drained
-    post("a2", {"hook_event_name": "SessionStart", "source": "startup"})
+    _post(shared_worker, cwd, "a2", {"hook_event_name": "SessionStart", "source": "startup"})
     assert asks("a2", "compact") == ["lets use postgres for the queue"]
-    post("a3", {"hook_event_name": "SessionStart", "source": "startup"})
+    _post(shared_worker, cwd, "a3", {"hook_event_name": "SessionStart", "source": "startup"})
     assert asks("a3") == []
     [fact] = [f for f in shared_worker.get("/api/v1/facts?status=pending&limit=100")["results"] if "postgres for the queue" in f["memory"]]
     assert fact["data"]["asked_in"] == "a2"
