@@ -63,3 +63,16 @@ def test_recall_in_chinese_goes_by_the_questions_subject_not_the_english_models_
     assert "运营复盘" in recall("月度复盘报告放在哪里，用什么格式？")
     assert recall("redis 集群的密码怎么轮换？") == ""
     assert recall("上个月 ios 推送通知为什么收不到了？") == ""
+
+
+def test_a_cjk_questions_subject_is_its_words_without_how_it_asks():
+    """Pairs of a CJK run cut where the question's grammar sits (的, 哪里, 怎么, kana particles), and
+    the other scripts' words as written: what to look for in a memory, word for word."""
+    from memory_anchor.worker.memory.cues import share_said, subject_terms
+
+    assert subject_terms("工厂网站做好放在哪里？") == {"工厂", "厂网", "网站", "站做", "做好", "好放"}
+    assert subject_terms("accio 导出的商品数据有什么问题？") == {"accio", "导出", "商品", "品数", "数据", "问题"}
+    assert subject_terms("デプロイはどうやって設定した？") == {"デプ", "プロ", "ロイ", "設定"}
+    question = "为什么现阶段不做德国和日本市场？"
+    assert share_said(question, "现阶段先不做德国市场：德国对认证要求很高") >= 0.6
+    assert share_said(question, "桌面还有很多文件夹没有整理") == 0.0
