@@ -274,4 +274,3 @@ def test_upgrading_to_postings_indexes_the_records_already_written(postgres_clus
             alice.close()
     finally:
         postgres_cluster.drop_database(database)
-
