@@ -165,6 +165,9 @@ def test_a_root_cause_is_led_by_what_was_done_only_when_that_reads_as_a_report()
     for done in ("Removed the Group column from:", "I've added `with_context(active_test=False)` to include them",
                  "Let me restart the server"):
         assert root_cause_facts({"done": [done], "root_causes": [cause]}) == [cause], done
-    # several causes are the points of the line before them: each stands alone, not behind it four times
+    # several causes are the points of the line before them: each stands alone, not behind it four times,
+    # unless that line names the code it changed
     points = ["模型名 `DeepSeek-chat` 已经不存在了", "OpenAI 兼容接口是给 OpenAI SDK 用的"]
     assert root_cause_facts({"done": ["从日志中已经能看到两个供应商的问题原因了"], "root_causes": points}) == points
+    fixed = "Changed `//notebook` to `//sheet/notebook` in both XPath expressions"
+    assert root_cause_facts({"done": [fixed], "root_causes": points}) == [f"{fixed}: {p}" for p in points]

@@ -37,6 +37,7 @@ from memory_anchor.worker.memory.extraction import FactExtractor, Material
 from memory_anchor.worker.memory.facts import FactStore
 from memory_anchor.worker.memory.finder import Finder
 from memory_anchor.worker.memory.form import fragment, opens_on_speaker
+from memory_anchor.worker.memory.outcomes import names_code
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.memory.identity import IdentityService, refuse_agent_identity_write
 from memory_anchor.worker.memory.open_items import OpenItems
@@ -434,12 +435,13 @@ class MemoryModel:
 
 def root_cause_facts(summary: dict[str, Any]) -> list[str]:
     """A session's root causes as standalone facts: what was fixed, and why it broke. What was done
-    leads one cause, and only when it reads as a report of its own: not cut off ("Removed the Group
-    column from"), not the speaker's account ("I've added …"). Several causes under one line are the
-    points of what it introduces ("the logs show the two providers' problems: …"): each stands alone."""
+    leads only when it reads as a report of its own: not cut off ("Removed the Group column from"),
+    not the speaker's account ("I've added …"). Several causes lead with it only when it names the
+    code it changed; otherwise they are the points of what it introduces ("the logs show the two
+    providers' problems: …"), and each stands alone."""
     done = [d for d in summary.get("done") or [] if isinstance(d, str)]
     causes = [c for c in summary.get("root_causes") or [] if isinstance(c, str) and c.strip()]
-    context = done[0].rstrip("。.") if len(done) == 1 and len(causes) == 1 else ""
+    context = done[0].rstrip("。.") if len(done) == 1 and (len(causes) == 1 or names_code(done[0])) else ""
     if context and (fragment(context) is not None or opens_on_speaker(context)):
         context = ""
     return [f"{context}: {cause}" if context and cause not in context else cause for cause in causes]
