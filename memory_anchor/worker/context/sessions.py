@@ -19,7 +19,7 @@ from memory_anchor.worker.context.model import ContextRequest, Section
 from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import terms
 from memory_anchor.worker.memory.steps_done import COMMIT_PREFIX
-from memory_anchor.worker.memory.text import clip, line_key
+from memory_anchor.worker.memory.text import clip, clip_path, line_key
 from memory_anchor.worker.store.records import Records
 
 OUTCOME_SESSIONS = 5
@@ -49,7 +49,7 @@ def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits
     changed = relative_once(data.get("files_changed") or [], summary.get("project"))
     if changed:
         more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
-        parts.append("changed: " + ", ".join(clip(f, 80) for f in changed[:4]) + more)
+        parts.append("changed: " + ", ".join(clip_path(f, 80) for f in changed[:4]) + more)
     tests = [t for t in data.get("tests") or [] if isinstance(t, str)]
     if tests:
         parts.append("tests: " + "; ".join(clip(t, 90) for t in tests[-2:]))

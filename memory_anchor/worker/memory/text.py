@@ -84,6 +84,18 @@ def clip(text: str, limit: int) -> str:
     return (head or flat[:cut]) + ELLIPSIS
 
 
+def clip_path(path: str, limit: int) -> str:
+    """A file's path in at most `limit` characters, its start dropped before its end: the file's
+    name says which file it is ("…/subcategories/check_for_invalidation.sql"), the folders above
+    it less. Its separators stay as written."""
+    if len(path) <= limit:
+        return path
+    room = limit - len(ELLIPSIS)
+    # The longest tail that starts at a separator and fits; the name's own tail when none does.
+    starts = [i for i, c in enumerate(path) if c in "/\\" and len(path) - i <= room]
+    return ELLIPSIS + (path[starts[0]:] if starts else path[-room:])
+
+
 _VOLATILE = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}\b|\b\d{1,2}:\d{2}\b|\((?:id|fact|last)[^)]*\)|×\d+")
 
 
