@@ -364,3 +364,42 @@ def test_files_named_after_a_secret_key_are_not_its_value():
     found = "2 files match 'STRIPE_SECRET_KEY': app/payments.py, config/settings.py"
     assert redact_text(found) == found
     assert "hunter2" not in redact_text("DB_PASSWORD=hunter2/x.y")
+
+
+def test_a_text_found_clean_is_a_lookup_the_next_time_and_a_secret_never_is() -> None:
+    """The storage door redacts again what the API's sanitize redacted: a text the rules left
+    unchanged is remembered (by digest) and not run through them again; one they changed is not."""
+    import memory_anchor.core.redact as redact_module
+
+    redact_module.forget_clean_texts()
+    clean = "token budget: 3 passed, max_tokens=512 --verbose"  # gets past the pre-checks, holds no secret
+    assert redact_module._may_hold_secret(clean)
+    assert redact_text(clean) == clean
+    assert redact_module._digest(clean) in redact_module._clean
+    assert redact_text("".join(clean)) == clean  # an equal text made anew: found by content, not identity
+
+    for _, text, secret in SECRETS:
+        assert secret not in redact_text(text)
+        assert redact_module._digest(text) not in redact_module._clean
+        assert secret not in redact_text(text)  # the second time too
+
+    # The door's pass over a payload the API sanitized gives what a first pass gives.
+    payload = {"tool_input": {"command": clean}, "note": SECRETS[0][1], "env": {"API_TOKEN": "abc123xyz"}}
+    stored = json.dumps(sanitize(payload), ensure_ascii=False)
+    again = redact_module.redact_stored(stored)
+    redact_module.forget_clean_texts()
+    assert again == redact_module.redact_stored(stored) == stored
+    assert SECRETS[0][2] not in again and "abc123xyz" not in again
+
+
+def test_the_clean_texts_remembered_are_bounded() -> None:
+    import memory_anchor.core.redact as redact_module
+
+    redact_module.forget_clean_texts()
+    for n in range(redact_module.CLEAN_REMEMBERED + 100):
+        assert redact_text(f"--flag {n}") == f"--flag {n}"
+    assert len(redact_module._clean) == redact_module.CLEAN_REMEMBERED
+    assert redact_module._digest("--flag 0") not in redact_module._clean  # the oldest went first
+    assert redact_module._digest(f"--flag {redact_module.CLEAN_REMEMBERED + 99}") in redact_module._clean
+    redact_module.forget_clean_texts()
+    assert not redact_module._clean

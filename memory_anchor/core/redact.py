@@ -22,9 +22,11 @@ matches a pattern, so redacting twice is the same as redacting once.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -269,16 +271,52 @@ def redact_text(text: str) -> str:
     """Replace every secret found in `text` with `[REDACTED:<kind>]`."""
     if not text or not _may_hold_secret(text):
         return text
+    key = _digest(text)
+    if key in _clean:
+        return text
     # Which rules may apply is judged once, on the text as it came: a marker
     # written by one rule never gives a later rule anything to find.
     lowered = _folded(text)
     applies: dict[str, bool] = {}
+    out = text
     for kind, pattern, replacement in _RULES:
         if kind not in applies:
             applies[kind] = _rule_may_apply(kind, text, lowered)
         if applies[kind]:
-            text = pattern.sub(replacement if replacement is not None else marker(kind), text)
-    return text
+            out = pattern.sub(replacement if replacement is not None else marker(kind), out)
+    if out == text:
+        _found_clean(key)
+    return out
+
+
+# Texts the rules ran on and found nothing in, by digest. The same text is often redacted twice: an
+# event's strings when the API accepts it (`sanitize`), then again at the storage door when its
+# payload is written to the inbox, and a prompt's words again as its record. The rules are a pure
+# function of the text, so a text they left unchanged once they leave unchanged again: the second
+# call is a lookup. Only clean texts are remembered (no secret is kept here, even as a digest), and
+# a 128-bit BLAKE2b digest cannot be made to collide, so a text holding a secret is never taken for
+# one that was clean. FIFO-bounded: 16,384 digests, about 1.5 MB.
+CLEAN_REMEMBERED = 16384
+_clean: dict[bytes, None] = {}
+_clean_lock = threading.Lock()
+
+
+def _digest(text: str) -> bytes:
+    # surrogatepass: a lone surrogate (valid in a JSON string) encodes too, one byte string per text.
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _found_clean(key: bytes) -> None:
+    with _clean_lock:
+        _clean[key] = None
+        while len(_clean) > CLEAN_REMEMBERED:
+            del _clean[next(iter(_clean))]
+
+
+def forget_clean_texts() -> None:
+    """Drop the digests of clean texts (the worker hands its memory back when idle)."""
+    with _clean_lock:
+        _clean.clear()
 
 
 _CONTEXT_KEYWORDS: dict[str, tuple[str, ...]] = {
