@@ -147,18 +147,21 @@ def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embe
 
 def test_the_drain_keeps_the_models_arena_while_more_is_queued(store, embedder):
     """An import queues thousands of versions: each full batch keeps the model's arena for the next
-    (shrunk and grown again at every batch, the same texts cost 7 % more CPU); the batch that finds
-    the queue short shrinks it as its last run ends, and a full last batch is followed by a release."""
+    (shrunk and grown again at every batch, the same texts cost 7 % more CPU); once the queue is
+    found short or empty, the whole arena is handed back."""
     db, vectors, _ = store
     indexer = Indexer(db, vectors, embedder, batch_size=2)
     embedder.kept.clear()
     embedder.released = 0
     seqs = [observation(db, f"Ran `step {n}`", f"step {n} passed", "s1")["seq"] for n in range(5)]
     assert indexer.drain() == 5
-    assert embedder.kept == [True, True, False] and embedder.released == 0
+    assert embedder.kept == [True, True, False] and embedder.released == 1  # handed back after the short batch
     seqs += [observation(db, f"Ran `check {n}`", f"check {n} passed", "s1")["seq"] for n in range(4)]
     assert indexer.drain() == 4
-    assert embedder.kept[3:] == [True, True] and embedder.released == 1
+    assert embedder.kept[3:] == [True, True] and embedder.released == 2  # and when the queue is found empty
+    observation(db, "Ran `one more`", "passed", "s1")
+    assert indexer.drain() == 1
+    assert embedder.kept[5:] == [False] and embedder.released == 2  # a short batch alone shrinks the arena itself
     assert all(seq in vectors.index for seq in seqs)
     alone = Embedder().embed([embedding_text(Records.by_seqs(db.reader(), [seqs[0]])[seqs[0]])])[0]
     assert float(np.dot(alone, vectors.index.vector(seqs[0]))) > 0.999  # the same vector as a text embedded on its own

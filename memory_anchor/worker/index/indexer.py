@@ -180,13 +180,19 @@ class Indexer:
         """
         seqs = pending.oldest_pending(self.db.reader(), self.batch_size)
         # A full batch: more is likely queued (an import), so the model's arena is kept for the next
-        # batch, as for a burst of adds; the batch that finds the queue short or empty hands it back.
-        # Shrinking it after every batch and growing it again at the next cost 7 % more CPU for the
-        # same texts (brain's 2,925 texts in the drain's batches of 128, measured).
+        # batch, as for a burst of adds. Shrinking it after every batch and growing it again at the
+        # next cost 7 % more CPU for the same texts (brain's 2,925 texts in the drain's batches of
+        # 128, measured). The batch that finds the queue short or empty hands it all back once
+        # its runs are over (a shrink inside a call misses the run still going on the other thread).
         keep_arena = len(seqs) >= self.batch_size
-        if not seqs and self._drain_kept_arena:
-            self._release_arena()
-        self._drain_kept_arena = keep_arena
+        try:
+            return self._drain_batch(seqs, keep_arena)
+        finally:
+            if self._drain_kept_arena and not keep_arena:
+                self._release_arena()
+            self._drain_kept_arena = keep_arena
+
+    def _drain_batch(self, seqs: list[int], keep_arena: bool) -> int:
         try:
             return self._index(seqs, keep_arena=keep_arena)
         except Exception:
