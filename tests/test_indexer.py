@@ -30,10 +30,17 @@ class WatchedEmbedder(Embedder):
     def __init__(self):
         super().__init__()
         self.texts: list[str] = []
+        self.kept: list[bool] = []  # each call's keep_arena
+        self.released = 0
 
     def embed(self, texts, **options):
         self.texts += list(texts)
+        self.kept.append(bool(options.get("keep_arena")))
         return super().embed(texts, **options)
+
+    def release_arena(self):
+        self.released += 1
+        super().release_arena()
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +143,28 @@ def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embe
     indexer.stop()
     indexer.index_soon([observation(db, "Ran `late`", "after stop", "s1")["seq"]])  # stopped: left to the drain
     assert indexer.pending_count() == 1 and indexer.drain() == 1
+
+
+def test_the_drain_keeps_the_models_arena_while_more_is_queued(store, embedder):
+    """An import queues thousands of versions: each full batch keeps the model's arena for the next
+    (shrunk and grown again at every batch, the same texts cost 7 % more CPU); once the queue is
+    found short or empty, the whole arena is handed back."""
+    db, vectors, _ = store
+    indexer = Indexer(db, vectors, embedder, batch_size=2)
+    embedder.kept.clear()
+    embedder.released = 0
+    seqs = [observation(db, f"Ran `step {n}`", f"step {n} passed", "s1")["seq"] for n in range(5)]
+    assert indexer.drain() == 5
+    assert embedder.kept == [True, True, False] and embedder.released == 1  # handed back after the short batch
+    seqs += [observation(db, f"Ran `check {n}`", f"check {n} passed", "s1")["seq"] for n in range(4)]
+    assert indexer.drain() == 4
+    assert embedder.kept[3:] == [True, True] and embedder.released == 2  # and when the queue is found empty
+    observation(db, "Ran `one more`", "passed", "s1")
+    assert indexer.drain() == 1
+    assert embedder.kept[5:] == [False] and embedder.released == 2  # a short batch alone shrinks the arena itself
+    assert all(seq in vectors.index for seq in seqs)
+    alone = Embedder().embed([embedding_text(Records.by_seqs(db.reader(), [seqs[0]])[seqs[0]])])[0]
+    assert float(np.dot(alone, vectors.index.vector(seqs[0]))) > 0.999  # the same vector as a text embedded on its own
 
 
 def until(condition, seconds: float = 10.0) -> None:

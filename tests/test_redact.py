@@ -286,10 +286,11 @@ def test_the_pre_checks_fold_every_character_as_the_rules_patterns_do() -> None:
     import re
     import sys
 
-    from memory_anchor.core.redact import _GATES, _folded
+    from memory_anchor.core.redact import _GATES, _SECRET_WORDS, _folded
 
     assert _GATES is not None
-    alphabet = sorted({c for word in _GATES for c in word})
+    # The gates' words, and the secret words the assignment rules' first looks find in folded text.
+    alphabet = sorted({c for word in _GATES for c in word} | set(re.sub(r"[^a-z]", "", _SECRET_WORDS)))
     any_of = re.compile("(?i:[" + "".join(re.escape(c) for c in alphabet) + "])")
     for code in range(sys.maxunicode + 1):
         if 0xD800 <= code <= 0xDFFF:
@@ -364,3 +365,84 @@ def test_files_named_after_a_secret_key_are_not_its_value():
     found = "2 files match 'STRIPE_SECRET_KEY': app/payments.py, config/settings.py"
     assert redact_text(found) == found
     assert "hunter2" not in redact_text("DB_PASSWORD=hunter2/x.y")
+
+
+def test_a_text_found_clean_is_a_lookup_the_next_time_and_a_secret_never_is() -> None:
+    """The storage door redacts again what the API's sanitize redacted: a text the rules left
+    unchanged is remembered (by digest) and not run through them again; one they changed is not."""
+    import memory_anchor.core.redact as redact_module
+
+    redact_module.forget_clean_texts()
+    clean = "token budget: 3 passed, max_tokens=512 --verbose"  # gets past the pre-checks, holds no secret
+    assert redact_module._may_hold_secret(clean)
+    assert redact_text(clean) == clean
+    assert redact_module._digest(clean) in redact_module._clean
+    assert redact_text("".join(clean)) == clean  # an equal text made anew: found by content, not identity
+
+    for _, text, secret in SECRETS:
+        assert secret not in redact_text(text)
+        assert redact_module._digest(text) not in redact_module._clean
+        assert secret not in redact_text(text)  # the second time too
+
+    # The door's pass over a payload the API sanitized gives what a first pass gives.
+    payload = {"tool_input": {"command": clean}, "note": SECRETS[0][1], "env": {"API_TOKEN": "abc123xyz"}}
+    stored = json.dumps(sanitize(payload), ensure_ascii=False)
+    again = redact_module.redact_stored(stored)
+    redact_module.forget_clean_texts()
+    assert again == redact_module.redact_stored(stored) == stored
+    assert SECRETS[0][2] not in again and "abc123xyz" not in again
+
+
+def test_the_clean_texts_remembered_are_bounded() -> None:
+    import memory_anchor.core.redact as redact_module
+
+    redact_module.forget_clean_texts()
+    for n in range(redact_module.CLEAN_REMEMBERED + 100):
+        assert redact_text(f"--flag {n}") == f"--flag {n}"
+    assert len(redact_module._clean) == redact_module.CLEAN_REMEMBERED
+    assert redact_module._digest("--flag 0") not in redact_module._clean  # the oldest went first
+    assert redact_module._digest(f"--flag {redact_module.CLEAN_REMEMBERED + 99}") in redact_module._clean
+    redact_module.forget_clean_texts()
+    assert not redact_module._clean
+
+
+assignment_texts = st.lists(
+    st.sampled_from([
+        "password", "PASSWORD", "PaSsWd", "paſſphrase", "ſecret", "SECRET", "token", "Token", "TOKEN", "api_key",
+        "API-KEY", "apiKEY", "acceſs_key", "private-\u212aey", "PRIVATE_KEY", "credentials", "CREDENTIAL",
+        "MYSQL_PWD", "DB_", "AWS_", "_ID", "_FILE", "db.", "=", ":", " = ", ": ", "\t", "\n", " ", '"', "'", "`",
+        "hunter22", "Tr0ub4dor&3", "${TOKEN}", "abc", "x", "İ", "ı", "é", "✅", "(", ")", "-", "_", ".",
+    ]),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=assignment_texts)
+def test_the_assignment_rules_first_looks_find_every_match(text: str) -> None:
+    """A slow rule runs only where its first look finds something: that look must find every
+    text the rule would match (else a secret would be left in clear), on any spelling."""
+    from memory_anchor.core.redact import _FIRST_LOOKS, _folded
+
+    for rule, (look, folded) in _FIRST_LOOKS.items():
+        if rule.search(text):
+            assert look.search(_folded(text) if folded else text), (rule.pattern, text)
+
+
+def test_the_first_looks_change_nothing_that_is_redacted() -> None:
+    import memory_anchor.core.redact as redact_module
+
+    texts = [text for _, text, _ in SECRETS] + ORDINARY + [
+        'config: {"api_key": "Zx81-long-value", "name": "x"}', "DB_PASSWORD=S3cr3t-val; export TOKEN_FILE=/run/tok",
+        "  db.password = hunter2-prod\n  user = bob", "ſecret: 'Tr0ub4dor&3'", "PRIVATE_\u212aEY = 'abc123def'",
+    ]
+    looks = dict(redact_module._FIRST_LOOKS)
+    try:
+        redact_module.forget_clean_texts()
+        fast = [redact_text(text) for text in texts]
+        redact_module._FIRST_LOOKS.clear()
+        redact_module.forget_clean_texts()
+        assert [redact_text(text) for text in texts] == fast
+    finally:
+        redact_module._FIRST_LOOKS.update(looks)
+        redact_module.forget_clean_texts()

@@ -309,9 +309,11 @@ class Services:
         """
         import gc
 
+        from memory_anchor.core.redact import forget_clean_texts
         from memory_anchor.worker.index import heap
 
         gc.collect()  # cycles left by the burst (request and record dicts), so their blocks are free
+        forget_clean_texts()
         indexer = self.__dict__.get("indexer")
         if indexer is not None and hasattr(indexer, "release_memory"):
             indexer.release_memory()

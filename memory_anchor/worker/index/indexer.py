@@ -156,6 +156,7 @@ class Indexer:
         self.indexed = 0  # versions embedded since start, for status pages
         self._failures: dict[int, int] = {}  # seq -> failed indexing passes, until quarantined
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its vector, the latest last
+        self._drain_kept_arena = False  # the last drain batch kept the model's arena (more was queued)
         # index_soon's queue and its thread, started with the first add.
         self._soon: set[int] = set()
         self._soon_changed = threading.Condition()
@@ -178,8 +179,22 @@ class Indexer:
         theirs (the model, the disk): nothing is quarantined and it raises.
         """
         seqs = pending.oldest_pending(self.db.reader(), self.batch_size)
+        # A full batch: more is likely queued (an import), so the model's arena is kept for the next
+        # batch, as for a burst of adds. Shrinking it after every batch and growing it again at the
+        # next cost 7 % more CPU for the same texts (brain's 2,925 texts in the drain's batches of
+        # 128, measured). The batch that finds the queue short or empty hands it all back once
+        # its runs are over (a shrink inside a call misses the run still going on the other thread).
+        keep_arena = len(seqs) >= self.batch_size
         try:
-            return self._index(seqs)
+            return self._drain_batch(seqs, keep_arena)
+        finally:
+            if self._drain_kept_arena and not keep_arena:
+                self._release_arena()
+            self._drain_kept_arena = keep_arena
+
+    def _drain_batch(self, seqs: list[int], keep_arena: bool) -> int:
+        try:
+            return self._index(seqs, keep_arena=keep_arena)
         except Exception:
             if len(seqs) <= 1:  # alone in the queue: no way to tell whose fault it is, so count it
                 self._count_failure(seqs, _error())
