@@ -56,7 +56,7 @@ def _cpu_seconds(pid: int) -> float:
 def test_writes_and_deletes_go_through_a_child_that_exits_when_idle_and_they_last(tmp_path):
     rng = np.random.default_rng(5)
     chroma_dir = tmp_path / "chroma"
-    store = ChromaStore(chroma_dir, idle_release_seconds=0.3, child_idle_seconds=1.5)
+    store = ChromaStore(chroma_dir, idle_release_seconds=0.3, child_idle_seconds=3)
     items = _items(range(1, 41), rng)
     store.add(items)
     child = store.child.pid
@@ -159,6 +159,30 @@ def test_a_killed_worker_leaves_no_chroma_process_behind(tmp_path):
         owner.kill()
         owner.wait()
     wait_for(lambda: not _alive(child), timeout=30, what="the orphaned Chroma process to exit")
+
+
+def _waits_for_a_lock(pid: int) -> bool:
+    """Whether `pid` is blocked on a file lock (a "->" line of /proc/locks is a waiter)."""
+    return any(line.split("->", 1)[1].split()[3] == str(pid) for line in Path("/proc/locks").read_text().splitlines()
+               if "->" in line)  # fmt: skip
+
+
+def test_a_second_process_on_the_same_chroma_waits_for_the_first_to_exit(tmp_path):
+    """A killed worker's child ends its call before it exits; a new worker's child must not open
+    the same directory meanwhile (two clients would each write their copy of an index)."""
+    rng = np.random.default_rng(8)
+    first = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    first.add(_items([1], rng))
+    second = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    writer = threading.Thread(target=second.add, args=(_items([2], rng),))
+    writer.start()
+    wait_for(lambda: second.child.pid is not None and _waits_for_a_lock(second.child.pid), timeout=60,
+             what="the second Chroma process to wait for the directory")  # fmt: skip
+    assert writer.is_alive()
+    first.release()
+    writer.join(60)
+    assert not writer.is_alive() and sorted(_stored(second)) == [1, 2]
+    second.release()
 
 
 def _chroma_children(pid: int) -> list[int]:

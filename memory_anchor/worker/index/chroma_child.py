@@ -23,7 +23,8 @@ the worker is killed (the kernel closes the worker's end), once the call under
 way is done. It ignores SIGINT for the same reason: a Ctrl-C in the worker's
 terminal reaches the whole process group, and the worker decides when it stops.
 A child that dies mid-call makes that call raise in the worker; the next call
-starts a new child.
+starts a new child. A child holds a lock on its Chroma directory while it runs, so
+the child of a worker started after a killed one waits for the old child to exit.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">Q")
 OPERATIONS = frozenset({"add", "get", "delete", "count", "shard_numbers", "page", "drop", "close"})
+LOCK_FILE = "chroma-process.lock"  # in the Chroma directory: held by the process that has it open
 STOP_TIMEOUT_SECONDS = 60.0  # closing persists the open shard's index: well under a second, even loaded
 
 
@@ -227,9 +229,27 @@ def prepare_process() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def hold_directory(path: str) -> BinaryIO | None:
+    """Wait until no other process has this Chroma directory, then keep it until this one exits.
+
+    A killed worker's child finishes the call under way before it sees its stdin close, and the
+    next worker on the data dir may start its own meanwhile: two clients on one directory would
+    each write their copy of an index. The lock goes with the process (the kernel drops it).
+    """
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the worker's data-dir lock is the only guard
+        return None
+    Path(path).mkdir(parents=True, exist_ok=True)
+    handle = open(Path(path) / LOCK_FILE, "ab")  # noqa: SIM115 - held for the process's life
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
 def serve(path: str, requests: BinaryIO, replies: BinaryIO) -> None:
     from memory_anchor.worker.index.chroma_shards import ChromaShards, persistent_client
 
+    held = hold_directory(path)  # noqa: F841 - the lock lasts as long as the handle
     shards = ChromaShards(persistent_client(path))
     try:
         while True:
