@@ -100,7 +100,7 @@ class Settings(BaseModel):
     )
     chroma_idle_seconds: float = Field(
         30.0, gt=0, description="Chroma runs in a process of its own while vectors are written or deleted; "
-        "it exits after this many seconds without one (it holds about 100 MB while it runs).",
+        "it exits after this many seconds without one (it holds about 120 MB while it runs).",
     )
 
     @field_validator("storage_url")
