@@ -114,6 +114,9 @@ class ChromaChild:
             reply = _receive(process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:  # a broken pipe, a reply cut short
             reply, cause = None, exc
+        except BaseException:  # interrupted between request and reply: the next reply would be this one's
+            self._reap()
+            raise
         if reply is None:
             code = self._reap()
             raise ChromaError(f"the Chroma process exited (code {code}) during {operation}") from cause
