@@ -305,6 +305,9 @@ class Services:
         indexer = self.__dict__.get("indexer")
         if indexer is not None and hasattr(indexer, "release_memory"):
             indexer.release_memory()
+        sessions = getattr(self.pipeline, "sessions", None)
+        if sessions is not None:
+            sessions.release_memory()
         for db in {id(self.capture_db): self.capture_db, id(self.db): self.db}.values():
             if hasattr(db, "release_memory"):
                 db.release_memory()
