@@ -1,10 +1,16 @@
-"""The Chroma store: vectors split by seq into small collections, data from before shards moved in."""
+"""The Chroma store: vectors split by seq into small collections, data from before shards moved in.
+
+The local store runs Chroma in a child process (tests/test_chroma_child.py); the shard logic is
+the same code there and in a worker given a client (a team's HttpClient): the tests that look
+inside it run it in this process over a PersistentClient.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from memory_anchor.worker.index.chroma_shards import ChromaShards, persistent_client
 from memory_anchor.worker.index.chroma_store import LEGACY_COLLECTION, SHARD_SEQS, ChromaStore, shard_name
 from memory_anchor.worker.index.vector_item import VectorItem
 
@@ -26,11 +32,13 @@ def test_vectors_land_in_the_shard_of_their_seq(tmp_path):
     items = [_item(s, rng) for s in seqs]
     store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
     store.add(items)
+    store.release()  # the files are read as a fresh client sees them
 
-    client = store._open_client()
+    client = persistent_client(tmp_path / "chroma")()
     names = sorted(c.name for c in client.list_collections())
     assert names == [shard_name(0), shard_name(1), shard_name(3)]
     assert client.get_collection(shard_name(0)).count() == 3
+    client.close()
 
     assert store.count() == 5
     stored = _stored(store)
@@ -41,7 +49,7 @@ def test_vectors_land_in_the_shard_of_their_seq(tmp_path):
 
     store.delete([2, SHARD_SEQS, 10 * SHARD_SEQS])  # the last one was never stored: no error, no new shard
     assert sorted(_stored(store)) == [1, SHARD_SEQS - 1, 3 * SHARD_SEQS + 5]
-    assert shard_name(10) not in {c.name for c in store._open_client().list_collections()}
+    assert store.child.shard_numbers() == [0, 1, 3]
 
     store.release()  # a fresh client sees the same
     assert store.count() == 3
@@ -51,13 +59,14 @@ def test_vectors_land_in_the_shard_of_their_seq(tmp_path):
 
 def test_a_write_opens_only_the_newest_shard(tmp_path, monkeypatch):
     rng = np.random.default_rng(2)
-    store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    store = ChromaStore(client_factory=persistent_client(tmp_path / "chroma"), idle_release_seconds=0)
     store.add([_item(s, rng) for s in (1, SHARD_SEQS + 1, 2 * SHARD_SEQS + 1)])
     store.release()
 
     opened = []
-    real = store._shard
-    monkeypatch.setattr(store, "_shard", lambda shard: opened.append(shard) or real(shard))
+    shards: ChromaShards = store._shards
+    real = shards._shard
+    monkeypatch.setattr(shards, "_shard", lambda shard: opened.append(shard) or real(shard))
     store.add([_item(2 * SHARD_SEQS + 2, rng)])
     assert opened == [2]
 
@@ -66,14 +75,15 @@ def test_a_steady_stream_of_writes_does_not_keep_filled_shards_open(tmp_path):
     """Chroma frees a shard's index only when its client closes; writes moving on to a new
     shard close it, even when they come too often for the idle release to fire."""
     rng = np.random.default_rng(3)
-    store = ChromaStore(tmp_path / "chroma", idle_release_seconds=0)
+    store = ChromaStore(client_factory=persistent_client(tmp_path / "chroma"), idle_release_seconds=0)
+    shards: ChromaShards = store._shards
     store.add([_item(s, rng) for s in (1, 2)])
     store.add([_item(SHARD_SEQS - 1, rng), _item(SHARD_SEQS, rng)])  # a batch across the boundary
-    assert sorted(store._collections) == [0, 1]
+    assert sorted(shards._collections) == [0, 1]
     store.add([_item(SHARD_SEQS + 5, rng)])
-    assert sorted(store._collections) == [1]
+    assert sorted(shards._collections) == [1]
     store.add([_item(3 * SHARD_SEQS, rng)])
-    assert sorted(store._collections) == [3]
+    assert sorted(shards._collections) == [3]
     assert sorted(_stored(store)) == [1, 2, SHARD_SEQS - 1, SHARD_SEQS, SHARD_SEQS + 5, 3 * SHARD_SEQS]
 
 
@@ -97,7 +107,10 @@ def test_the_single_collection_of_earlier_versions_is_moved_into_shards(tmp_path
     stored = _stored(store)
     assert sorted(stored) == [3, 4, SHARD_SEQS + 9]
     assert np.allclose(stored[4].vector, old[1].vector, atol=1e-6)
-    assert LEGACY_COLLECTION not in {c.name for c in store._open_client().list_collections()}
+    store.release()
+    client = persistent_client(tmp_path / "chroma")()
+    assert LEGACY_COLLECTION not in {c.name for c in client.list_collections()}
+    client.close()
 
 
 def test_a_store_needs_somewhere_to_keep_vectors():
@@ -119,8 +132,8 @@ print("chromadb" in sys.modules, path.exists())
 
 def test_a_store_never_written_reads_as_empty_without_opening_chroma(tmp_path):
     """A worker on a new data dir loads its vectors at start: with nothing written there is nothing
-    to read, and neither chromadb's imports (a second of CPU) nor a client (which makes the
-    directory) is paid for it. The first write opens Chroma as usual."""
+    to read, and neither chromadb's imports (a second of CPU, in a child process) nor a client
+    (which makes the directory) is paid for it. The first write opens Chroma as usual."""
     import subprocess
     import sys
 

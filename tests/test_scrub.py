@@ -46,12 +46,13 @@ OLD_WORKER_WRITES = LEAVE_FREED + """
 import sys
 from pathlib import Path
 from memory_anchor.worker.index import heap
+from memory_anchor.worker.index.chroma_shards import persistent_client
 from memory_anchor.worker.index.chroma_store import ChromaStore
 
 heap.configure_malloc()
 root, secret, attempts = Path(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
 
-store = ChromaStore(root)
+store = ChromaStore(client_factory=persistent_client(root))  # in this process, as older workers ran it
 items = [item for page in store.iterate() for item in page]
 for attempt in range(attempts):
     leave_freed(secret)

@@ -126,23 +126,26 @@ def leave_freed(mark):
 # at its first leak, and a rewrite costs about 0.07 s.
 ROUNDS_TO_LEAK = 60
 
-# Freed blocks full of a secret, then Chroma's index reopened and written again (the worker's
-# store closes its client after 2 idle seconds and reopens it at the next write).
+# Freed blocks full of a secret, then Chroma's index reopened and written again (the store closes
+# its client after 2 idle seconds and reopens it at the next write). "worker": the malloc settings
+# of the process Chroma runs in (the worker's, applied in the Chroma child); "bare": none.
 CHROMA_PROBE = LEAVE_FREED + """
 import sys
 from pathlib import Path
 import numpy as np
 from memory_anchor.worker.index import heap
+from memory_anchor.worker.index.chroma_child import prepare_process
+from memory_anchor.worker.index.chroma_shards import persistent_client
 from memory_anchor.worker.index.chroma_store import ChromaStore
 from memory_anchor.worker.index.vector_item import VectorItem
 
 heap.configure_malloc()
 if sys.argv[1] == "worker":
-    heap.clear_reused_memory()  # as memory_anchor/worker/app.py does before any request
+    prepare_process()  # as the process Chroma runs in does before it opens Chroma (chroma_child.py)
 MARK = b"freed-secret-7f3a"
 
 root = Path(sys.argv[2])
-store = ChromaStore(root)
+store = ChromaStore(client_factory=persistent_client(root))  # Chroma in this process, beside the freed blocks
 for n in range(int(sys.argv[3])):
     if n:
         leave_freed(MARK)
@@ -167,7 +170,7 @@ def chroma_files_after_freed_secrets(tmp_path: Path, malloc: str, rounds: int) -
 def test_freed_bytes_never_reach_chromas_index_files(tmp_path: Path):
     """How a secret reached disk (memory_anchor/worker/index/heap.py): Chroma reopens its HNSW index into a block
     malloc hands out, reads only the vectors it holds, and writes the whole capacity back. With the
-    worker's malloc, freed bytes never get there; with glibc's as it comes they do, so the probe
+    worker's malloc (which the process Chroma runs in sets first), freed bytes never get there; with glibc's as it comes they do, so the probe
     sees a leak when there is one."""
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("glibc only: elsewhere the worker's malloc is left as it is")

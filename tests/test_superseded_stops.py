@@ -48,7 +48,8 @@ def test_an_imported_sessions_stops_write_one_summary_and_each_still_counts(work
 
 def test_a_versions_observation_draft_is_made_once_and_again_after_a_purge(tmp_path):
     """Every Stop re-reads the session's observations; each stored version's draft is kept, until a
-    purge (the one write that changes a stored version) makes them all be read afresh."""
+    purge (the one write that changes a stored version) makes them all be read afresh, or the
+    worker hands memory back after a burst."""
     from memory_anchor.worker.pipeline.compress.local import as_observation
     from memory_anchor.worker.pipeline.sessions import Sessions
     from memory_anchor.worker.store.db import Database
@@ -67,6 +68,9 @@ def test_a_versions_observation_draft_is_made_once_and_again_after_a_purge(tmp_p
         first = sessions._observation_drafts(stored)
         assert first == [as_observation(r) for r in stored]
         assert all(a is b for a, b in zip(sessions._observation_drafts(stored), first))  # kept, not made again
+        sessions.release_memory()  # once idle after a burst (Services.hand_back_memory): made again when next read
+        again = sessions._observation_drafts(stored)
+        assert again == first and not any(a is b for a, b in zip(again, first))
         with db.transaction() as conn:
             purge_record_text(conn, fact["id"], "zebracornquartz")
         renamed = [{**r, "data": {**r["data"], "title": "Edited [purged]"}} for r in stored]  # what a purge could leave

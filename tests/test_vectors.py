@@ -159,7 +159,7 @@ def test_a_current_snapshot_is_trusted_without_opening_chroma(tmp_path, monkeypa
     first.close()
 
     second = _vectors(tmp_path)
-    monkeypatch.setattr(second.store, "_open_client", lambda: pytest.fail("opened Chroma to check the snapshot"))
+    monkeypatch.setattr(second.store.child, "_start", lambda: pytest.fail("opened Chroma to check the snapshot"))
     assert second.load() == 50
 
 
@@ -174,7 +174,7 @@ def test_a_snapshot_from_before_fingerprints_is_stamped_on_first_use(tmp_path, m
     second.close()
 
     third = _vectors(tmp_path)
-    monkeypatch.setattr(third.store, "_open_client", lambda: pytest.fail("opened Chroma to check the snapshot"))
+    monkeypatch.setattr(third.store.child, "_start", lambda: pytest.fail("opened Chroma to check the snapshot"))
     assert third.load() == 40
 
 
@@ -211,7 +211,7 @@ def test_a_stale_or_torn_snapshot_is_never_used(tmp_path):
 
 def test_chroma_stays_open_while_a_batch_is_prepared_then_idles_out(tmp_path):
     """The indexer embeds a batch inside `writing()`: the idle release (what the store's timer
-    calls) leaves the client open meanwhile, so a stream of batches does not reopen Chroma and
+    calls) leaves Chroma open meanwhile, so a stream of batches does not reopen Chroma and
     reload its index between every two; once the writes are in, the release closes it as before."""
     from memory_anchor.worker.index.vectors import ChromaStore, Vectors
 
@@ -219,12 +219,13 @@ def test_chroma_stays_open_while_a_batch_is_prepared_then_idles_out(tmp_path):
     corpus = _corpus(20)
     try:
         vectors.add(_items(corpus[:10]))
+        store = vectors.store
         with vectors.writing():
-            vectors.store._release_when_idle()  # the idle timer firing while the next batch is embedded
-            assert vectors.store._client is not None
+            store._close_when_idle(store._generation)  # the idle timer firing while the next batch is embedded
+            assert store.child.running
             vectors.add(_items(corpus[10:], first_seq=11))
-        vectors.store._release_when_idle()
-        assert vectors.store._client is None
+        store._close_when_idle(store._generation)
+        assert not store.child.running
         assert vectors.store.count() == 20
     finally:
         vectors.close()

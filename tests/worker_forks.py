@@ -1,8 +1,10 @@
 """Workers for the tests, forked from one interpreter that has already imported the worker.
 
-A worker's start is mostly imports: about 1 s of CPU for the worker's own modules and
-0.7 s more for Chroma's when it first writes a vector, in each of the ~150 workers a run of
-the suite starts (measured with process accounting, docs/benchmarks.md). A user's machine
+A worker's start is mostly imports: about 1 s of CPU for the worker's own modules in each
+of the ~150 workers a run of the suite starts (measured with process accounting,
+docs/benchmarks.md). Chroma's (0.7 s more) are paid by the child process a worker starts for
+Chroma when it first writes a vector (memory_anchor/worker/index/chroma_child.py), which is
+started as users' machines start it, not forked. A user's machine
 pays that once a session; the suite paid it in a quarter of its CPU. So each pytest process
 keeps one **forker**: `python -m tests.worker_forks`, which imports what a worker imports,
 starts no thread, and then forks a process per worker it is asked for. The child sets the
@@ -42,8 +44,7 @@ _ROOM = "-" * 4096
 def _preload() -> None:
     """Import what a worker imports, before any test's environment is known; start no thread."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as memory_anchor/worker/__main__.py sets it before numpy loads
-    import chromadb  # noqa: F401  (a worker imports it with its first vector)
-
+    # Not chromadb: the worker never imports it (Chroma runs in a child process of its own).
     # Not onnxruntime (30 ms): importing it starts a native thread, which a fork would not copy.
     import memory_anchor.worker.__main__  # noqa: F401
     import memory_anchor.worker.app  # noqa: F401

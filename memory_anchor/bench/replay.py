@@ -128,15 +128,18 @@ def claude_code_text(texts: list[str]) -> list[str]:
 
 
 def worker_process(data_dir: Path) -> dict[str, float]:
-    """The worker's CPU seconds, RSS and peak RSS (MB), from /proc (empty elsewhere)."""
+    """The worker's CPU seconds (its Chroma process's included), RSS and peak RSS (MB), from /proc (empty elsewhere)."""
+    from memory_anchor.bench.ingest import cpu_seconds
+
     try:
         pid = json.loads((data_dir / "worker.json").read_text())["pid"]
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     except (OSError, ValueError, KeyError):
         return {}
-    ticks = os.sysconf("SC_CLK_TCK")
-    return {"cpu_seconds": (int(stat[11]) + int(stat[12])) / ticks,
+    cpu = cpu_seconds(pid)
+    if cpu is None:
+        return {}
+    return {"cpu_seconds": cpu,
             "rss_mb": int(status["VmRSS"].split()[0]) / 1024, "peak_rss_mb": int(status["VmHWM"].split()[0]) / 1024}  # fmt: skip
 
 

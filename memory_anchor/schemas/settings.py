@@ -98,6 +98,10 @@ class Settings(BaseModel):
     spool_max_mb: float = Field(
         100.0, gt=0, description="Cap of spool.jsonl (events kept while the worker is away); the newest are kept."
     )
+    chroma_idle_seconds: float = Field(
+        30.0, gt=0, description="Chroma runs in a process of its own while vectors are written or deleted; "
+        "it exits after this many seconds without one (it holds about 120 MB while it runs).",
+    )
 
     @field_validator("storage_url")
     @classmethod

@@ -88,7 +88,10 @@ class Services:
             from memory_anchor.worker.index.database_vectors import DatabaseVectorStore
 
             return Vectors(store=DatabaseVectorStore(self.db))
-        return Vectors(paths.chroma_path(self.data_dir), snapshot=paths.vector_snapshot_path(self.data_dir))
+        from memory_anchor.worker.index.chroma_store import ChromaStore
+
+        store = ChromaStore(paths.chroma_path(self.data_dir), child_idle_seconds=self.settings.chroma_idle_seconds)
+        return Vectors(store=store, snapshot=paths.vector_snapshot_path(self.data_dir))
 
     @cached_property
     def indexer(self):
@@ -176,11 +179,8 @@ class Services:
         self.embedder.embed(["warm up"])
         if self.shared_store:
             return  # the follower loads the team's vectors on its first catch-up, which may wait for the server
-        if not self.vectors.store.never_written():
-            # 1-3 s of imports that touch no store: not waited for either. A new data dir has no
-            # vectors to load: Chroma is imported with the first one written, on the indexing thread.
-            import chromadb  # noqa: F401
-
+        # Chroma is not imported here: it runs in a child process (index/chroma_child.py), started
+        # when the load below finds the vector snapshot stale, or with the first vector written.
         with self._warm_store_step:
             if self._closing.is_set():
                 return
@@ -317,6 +317,9 @@ class Services:
         indexer = self.__dict__.get("indexer")
         if indexer is not None and hasattr(indexer, "release_memory"):
             indexer.release_memory()
+        sessions = getattr(self.pipeline, "sessions", None)
+        if sessions is not None:
+            sessions.release_memory()
         for db in {id(self.capture_db): self.capture_db, id(self.db): self.db}.values():
             if hasattr(db, "release_memory"):
                 db.release_memory()

@@ -132,8 +132,9 @@ class Sessions:
     def _observation_drafts(self, records: list[dict[str, Any]]) -> list[Any]:
         """The records as the summary reads them (`as_observation`), each draft made once a version."""
         if self._drafts_purges != purges() or len(self._drafts) > DRAFTS_KEPT:
-            self._drafts.clear()
+            self._drafts = {}
             self._drafts_purges = purges()
+        kept = self._drafts  # `release_memory` may put a new dict in its place meanwhile
         drafts = []
         for record in records:
             seq = record.get("seq")
@@ -141,11 +142,16 @@ class Sessions:
                 draft = as_observation(record)
                 drafts.extend([draft] if draft is not None else [])
                 continue
-            if seq not in self._drafts:
-                self._drafts[seq] = as_observation(record)
-            if self._drafts[seq] is not None:
-                drafts.append(self._drafts[seq])
+            if seq not in kept:
+                kept[seq] = as_observation(record)
+            if kept[seq] is not None:
+                drafts.append(kept[seq])
         return drafts
+
+    def release_memory(self) -> None:
+        """Drop the drafts kept between Stops, once a burst is over (Services.hand_back_memory): after
+        the brain set's import they were 2,000 pydantic objects; the next Stop makes its own again."""
+        self._drafts = {}
 
     def turn_replies(self, event: InboxEvent) -> list[str]:
         """The passages of Claude's texts in the turn a Stop ends worth keeping, redacted (capture/replies.py).
