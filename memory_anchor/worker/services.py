@@ -279,16 +279,6 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(func, *args, **kwargs))
 
-    def run_soon(self, func: Callable[..., Any], *args: Any) -> None:
-        """Run blocking work off the event loop, not waited for: what a reply does not depend on.
-        A failure is logged."""
-
-        def logged(future) -> None:
-            if not future.cancelled() and future.exception() is not None:
-                log.error("%s failed", getattr(func, "__name__", func), exc_info=future.exception())
-
-        asyncio.get_running_loop().run_in_executor(self.executor, functools.partial(func, *args)).add_done_callback(logged)
-
     async def run_background(self, func: Callable[..., T], *args: Any) -> T:
         """Run pipeline work on the low-priority thread."""
         return await _on(self.background, func, *args)

@@ -45,9 +45,12 @@ async def get_context(request: web.Request) -> web.Response:
     if note:  # said after the briefing, within Claude Code's cap; not cached: it is about this moment
         context_request.max_chars -= len(note) + 2
 
-    built = await services.run(build_context, context_request, services.db.reader())
-    # The copy a hook prints while the worker is down: written after the reply, which need not wait for it.
-    services.run_soon(write_cache, services.data_dir, project, built.text)
+    def build():
+        built = build_context(context_request, services.db.reader())
+        write_cache(services.data_dir, project, built.text)
+        return built
+
+    built = await services.run(build)
     text = f"{built.text}\n\n{note}" if note else built.text
     # The offer is also said to the user (the hook's systemMessage): they are the one to run the import.
     return web.json_response({"context": text, "tokens": estimate_tokens(text), "sections": built.sections, "notice": note})
