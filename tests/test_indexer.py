@@ -210,6 +210,7 @@ def test_adds_one_by_one_are_searchable_at_once_and_stored_in_chroma_together(tm
     indexer.catch_up()
     assert all(seq in vectors.index for seq in later) and indexer.pending_count() == 3
     indexer._stopping = True  # the add thread dies with the process: nothing more from it
+    vectors.store.child.stop()  # and its Chroma process sees its pipe close, as when the worker is killed
     again = Vectors(paths.chroma_path(tmp_path))
     assert Indexer(db, again, embedder).drain() == 3
     assert all(seq in again.index for seq in later) and again.store.count() == 14
