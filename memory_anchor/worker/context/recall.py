@@ -24,7 +24,7 @@ from memory_anchor.worker.context.layers import standing_facts
 from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
-from memory_anchor.worker.memory.cues import share_said, terms
+from memory_anchor.worker.memory.cues import share_said, subject_terms, terms
 from memory_anchor.worker.memory.text import clip, line_key
 from memory_anchor.worker.store.cjk import written_in_cjk
 from memory_anchor.worker.store.present import record_to_wire
@@ -115,7 +115,8 @@ def subject_said(hits: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]
     in a CJK script the words decide. Measured on a real Chinese project's questions and on the
     same absent questions asked in Chinese, the similarity gate injected five unrelated lines for
     each absent one and missed most answers that search found."""
-    said = [(share_said(prompt, f"{h.get('title') or ''}\n{h.get('text') or ''}"), n, h) for n, h in enumerate(hits)]
+    wanted = subject_terms(prompt)
+    said = [(share_said(wanted, f"{h.get('title') or ''}\n{h.get('text') or ''}"), n, h) for n, h in enumerate(hits)]
     return [h for share, _, h in sorted(said, key=lambda t: (-t[0], t[1])) if share >= SUBJECT_SAID]
 
 

@@ -155,9 +155,8 @@ def subject_terms(text: str) -> set[str]:
     return out
 
 
-def share_said(question: str, text: str) -> float:
-    """The share of the question's subject (`subject_terms`) that `text` says, word for word."""
-    wanted = subject_terms(question)
+def share_said(wanted: set[str], text: str) -> float:
+    """The share of a question's subject (`wanted`: its `subject_terms`) that `text` says, word for word."""
     said = (text or "").lower()
     return sum(1 for term in wanted if term in said) / len(wanted) if wanted else 0.0
 
