@@ -76,3 +76,49 @@ def test_a_cjk_questions_subject_is_its_words_without_how_it_asks():
     question = subject_terms("为什么现阶段不做德国和日本市场？")
     assert share_said(question, "现阶段先不做德国市场：德国对认证要求很高") >= 0.6
     assert share_said(question, "桌面还有很多文件夹没有整理") == 0.0
+
+
+def _tool_use(project: Path, n: int, tool: str, tool_input: dict, tool_response: dict) -> dict:
+    return {"session_id": "s-past", "transcript_path": str(project.parent / "s-past.jsonl"), "cwd": str(project),
+            "hook_event_name": "PostToolUse", "tool_name": tool, "tool_use_id": f"toolu_past_{n}",
+            "tool_input": tool_input, "tool_response": tool_response}  # fmt: skip
+
+
+def test_a_session_named_by_a_later_prompt_recalls_the_files_it_changed(worker, tmp_path: Path) -> None:
+    """A session's summary lists only its first few requests; "how did we fix <what I asked later>?"
+    still names it, and recall gives what it changed, led by the request the prompt named."""
+    project = tmp_path / "uploads"
+    project.mkdir()
+    recall = _past_session(worker, tmp_path, "uploads-notes", [])  # a project of its own for the quiet check
+    later = "be sure to also retry the uploader when the storage bucket times out"
+    base = {"session_id": "s-past", "cwd": str(project), "transcript_path": str(tmp_path / "s-past.jsonl")}
+    for n, prompt in enumerate(["/catchup", "show me the open tickets", "continue with the queue worker",
+                                "now update the changelog", later]):  # fmt: skip
+        worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt}, expect=202)
+    path = str(project / "src" / "uploader.py")
+    worker.post("/api/v1/events", _tool_use(project, 1, "Edit", {"file_path": path, "old_string": "send(x)",
+                                                                  "new_string": "retry(send, x)"},
+                                            {"filePath": path, "oldString": "send(x)", "newString": "retry(send, x)"}),
+                expect=202)  # fmt: skip
+    worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                                   "last_assistant_message": "Done: the uploader retries now."}, expect=202)  # fmt: skip
+    worker.wait_idle()
+
+    asked = worker.post("/api/v1/recall", {"prompt": f'How did we fix "{later}" before? Which files did we change?',
+                                           "cwd": str(project), "session_id": "s-now"})["context"]  # fmt: skip
+    [line] = [line for line in asked.splitlines() if line.startswith("- [session]")]
+    assert f"asked: {later}" in line and "src/uploader.py" in line
+    assert recall(f'How did we fix "{later}" before?') == ""  # another project's memory is not this one's
+
+
+def test_recall_shows_the_command_claude_described_in_other_words(worker, tmp_path: Path) -> None:
+    """"Where does the plugin get deployed?": the answer is the command Claude ran under a description."""
+    recall = _past_session(worker, tmp_path, "notes-plugin", [("build the notes plugin", "Built it.")])
+    project = tmp_path / "notes-plugin"
+    command = ("cp -r /home/dev/projects/notes/plugin/dist/* /home/dev/docker/compose/appdata/notes/workspace/data/plugins/"
+               "notes-explorer/ && echo deployed")  # fmt: skip
+    worker.post("/api/v1/events", _tool_use(project, 2, "Bash", {"command": command, "description": "Deploy plugin to the notes app"},
+                                            {"stdout": "deployed", "stderr": "", "interrupted": False}), expect=202)  # fmt: skip
+    worker.wait_idle()
+
+    assert command in recall("where does the notes plugin get deployed so the notes app picks it up?")

@@ -77,7 +77,7 @@ def test_a_reply_that_picks_an_option_is_no_instruction_but_claude_asks_the_user
     _say(model, "lets use createdAt", session="s1", at=said, reply=True)
     text = _briefing(model)
     assert _section(text, "Instructions the user gave once") == [] and _section(text, "Standing rules") == []
-    [ask] = _section(text, "Ask the user once")
+    [ask] = _section(text, "Possible decisions to ask the user about once")
     assert ask.startswith('- "lets use createdAt" (their reply to your options, ' + time.strftime("%Y-%m-%d", time.gmtime(said)))
     [approval] = model.approvals.list()
     assert approval["payload"]["text"] == "lets use createdAt"
@@ -91,7 +91,7 @@ def test_only_the_latest_replies_within_two_weeks_of_the_newest_are_asked_about(
     choices = ["lets use createdAt", "lets use postgres for the queue", "lets use ledger as the name", "lets use pnpm"]
     for n, choice in enumerate(choices):
         _say(model, choice, session=f"s{n + 1}", at=now - (len(choices) - n) * 60, reply=True)
-    asked = _section(_briefing(model), "Ask the user once")
+    asked = _section(_briefing(model), "Possible decisions to ask the user about once")
     assert [line.split('"')[1] for line in asked] == choices[::-1][:ASK_ONCE]
 
 
@@ -188,7 +188,7 @@ def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(sh
         return shared_worker.get(f"/api/v1/context?cwd={cwd}&source=startup")["context"]
 
     text = briefing()
-    asks = _section(text, "Ask the user once")
+    asks = _section(text, "Possible decisions to ask the user about once")
     assert [line.split('"')[1] for line in asks] == ["lets use an inline spinner at the top of the list",
                                                     "I like the names bootstrap, backfill and delta for the 3 steps"]  # fmt: skip
     assert _section(text, "Standing rules") == [] and _section(text, "Instructions the user gave once") == []
@@ -228,7 +228,7 @@ def test_claude_asks_once_and_the_users_answer_settles_a_reply_to_its_options(sh
     text = briefing()
     [rule] = _section(text, "Standing rules")
     assert rule.startswith("- decision: I like the names bootstrap, backfill and delta")
-    assert _section(text, "Ask the user once") == [] and "spinner" not in text.split("## Last sessions")[0]
+    assert _section(text, "Possible decisions to ask the user about once") == [] and "spinner" not in text.split("## Last sessions")[0]
     decided = {a["record_id"][:8]: (a["status"], a["decided_by"]) for a in shared_worker.get("/api/v1/approvals?status=")["results"]}
     assert decided[names] == ("approved", "user:answered") and decided[spinner] == ("rejected", "user:answered")
 
@@ -242,7 +242,7 @@ def test_a_reply_is_asked_about_in_one_session_only(shared_worker, tmp_path):
 
     def asks(session: str, source: str = "startup") -> list[str]:
         text = shared_worker.get(f"/api/v1/context?cwd={cwd}&source={source}&session_id={session}")["context"]
-        return [line.split('"')[1] for line in _section(text, "Ask the user once")]
+        return [line.split('"')[1] for line in _section(text, "Possible decisions to ask the user about once")]
 
     _post(shared_worker, cwd, "a1", {"hook_event_name": "UserPromptSubmit", "prompt": "which queue should the importer use?", "permission_mode": "default"},
          {"hook_event_name": "Stop", "stop_hook_active": False,

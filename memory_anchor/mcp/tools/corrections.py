@@ -70,7 +70,7 @@ def record_user_answer(
     user_reply: Annotated[str, Field(min_length=1, max_length=2000, description="The user's answer, quoted from their message")],
 ) -> str:
     """Record what the user answered when you asked whether something memory holds stands: an item of
-    the briefing's "Ask the user once" list, or an instruction they gave once.
+    the briefing's "Possible decisions to ask the user about once" list, or an instruction they gave once.
 
     Ask first, in plain words, and call this only with their reply: the worker looks for
     `user_reply` in the user's latest messages of this session and refuses an answer they did not

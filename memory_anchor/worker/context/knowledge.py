@@ -74,14 +74,17 @@ def said_once_section(request: ContextRequest, conn, view) -> Section | None:
 
 def ask_once_section(request: ContextRequest, conn, view) -> Section | None:
     """Replies that picked among Claude's options and may hold beyond that task, for Claude to ask the
-    user about once (memory/ask_once.py): not instructions, so never listed as such."""
+    user about once (memory/ask_once.py): possible decisions, not instructions, so never followed before the
+    user confirms them."""
     replies = replies_to_ask(conn, view, request.project, request.session_id)
     if not replies:
         return None
     lines = [f'- "{clip(_their_words(f), 260)}" (their reply to your options, {when(said_at(f))[:10]}; fact {f["id"][:8]})'
              for f in replies]  # fmt: skip
-    return Section("ask_once", "Ask the user once whether these replies hold beyond that task (not followed until "
-                   "they say so; record their answer with record_user_answer)", lines, share=0.1)  # fmt: skip
+    # "Possible decisions": what they may be, and the heading says they are not followed yet.
+    return Section("ask_once", "Possible decisions to ask the user about once (their replies to your options: not "
+                   "followed until they say these hold beyond that task; record their answer with "
+                   "record_user_answer)", lines, share=0.1)  # fmt: skip
 
 
 def _their_words(fact: dict) -> str:

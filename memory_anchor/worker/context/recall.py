@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.schemas.events import RecallRequest
-from memory_anchor.worker.context.knowledge import LABELS
 from memory_anchor.schemas.memory_model import STANDING
+from memory_anchor.worker.context.knowledge import LABELS
 from memory_anchor.worker.context.layers import standing_facts
 from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
@@ -27,8 +27,9 @@ from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import share_said, subject_terms, terms
 from memory_anchor.worker.memory.text import clip, line_key
 from memory_anchor.worker.store.cjk import written_in_cjk
+from memory_anchor.worker.memory.user_words import subject
 from memory_anchor.worker.store.present import record_to_wire
-from memory_anchor.worker.store.records import resolve_view
+from memory_anchor.worker.store.records import Records, resolve_view
 
 RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript"]
 AGREED = 0.40  # the least cosine a hit whose words the prompt shares may have (see holds_an_answer)
@@ -38,7 +39,9 @@ MAX_SESSIONS = 2
 SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
 SUBJECT_SAID = 0.6  # of a CJK prompt's subject, in a memory: it says most of it (as `covers` reads "most")
 LINE_CHARS = 300
+COMMAND_CHARS = 200  # a command Claude ran, in full as far as a line allows: how it was done is often the answer
 SESSION_LINE_CHARS = 420
+SESSION_PATH_CHARS = 160  # a file a recalled session changed, by its whole path: Claude may open it
 
 
 def recall_for_prompt(services: ContextServices, request: RecallRequest, *, project: str | None,
@@ -51,7 +54,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     view = resolve_view(conn, branch or settings.default_branch)
     rules = [f for f in matching_rules(conn, view, project, request.prompt)
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
-    sessions = [s for s in named_sessions(services, view, project, request.prompt) if s.get("session_id") != request.session_id]
+    sessions = named_sessions(services, view, project, request.prompt, besides=request.session_id)
     limit = settings.prompt_recall_limit + (QUESTION_EXTRA if asks(request.prompt) else 0)
     hits = services.search().search(
         request.prompt,
@@ -69,6 +72,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
     forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
     if forgotten is not None and project:  # a session's line without what the user has forgotten since
+        sessions = [forgotten.scrub_outcome(conn, project, s, view) for s in sessions]
         hits = [forgotten.scrub_outcome(conn, project, h, view) if h["kind"] == "summary" else h for h in hits]
     # Checked against the code as they are shown: a memory whose files changed since says so.
     found = marks(services, rules + sessions + hits, project, request.session_id)
@@ -125,31 +129,70 @@ def recall_line(record: dict[str, Any]) -> str:
     if kind == "fact" and (record.get("type") or "") in STANDING:
         return f"[{LABELS[record['type']]}] {clip(record['text'], LINE_CHARS)}"
     if kind == "observation":
-        return f"[{record.get('type') or 'observation'}] {clip(activity_text(record), LINE_CHARS)}"
+        return f"[{record.get('type') or 'observation'}] {clip(activity_text(record, command_chars=COMMAND_CHARS), LINE_CHARS)}"
     if kind == "summary":  # a session says more: what was asked, why it broke, what changed
-        return "[session] " + clip(outcome_line(record)[2:], SESSION_LINE_CHARS)
+        return "[session] " + clip(outcome_line(record, path_chars=SESSION_PATH_CHARS)[2:], SESSION_LINE_CHARS)
     if kind == "transcript":  # Claude's own words in an earlier session: an explanation, a reason, what failed
         return f"[claude said] {clip(record.get('text') or '', SESSION_LINE_CHARS)}"
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
 
 
-def named_sessions(services: ContextServices, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
-    """Earlier sessions the prompt names by what they were asked ("how did we fix <that issue's title>?").
+def named_sessions(services: ContextServices, view, project: str | None, prompt: str,
+                   besides: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Earlier sessions the prompt names by what was asked in them ("how did we fix <that issue's title>?").
 
-    Found by keywords, kept only when the prompt holds most of the session's subject: naming a
-    task is a stronger signal than any similarity score, so such a session comes first whatever its score."""
+    Found by keywords, kept only when the prompt holds most of one thing the session was asked: its
+    first request, a later one its summary lists, or any prompt of it (a session's summary lists
+    only its first few). Naming a task is a stronger signal than any similarity score, so such a
+    session comes first whatever its score, shown by its latest summary (what it changed, found
+    and left) with the request the prompt named. `besides`: the asking session, whose outcome is in its context."""
     if not project:
         return []
-    hits = services.search().search(prompt, view, filters={"project": project, "kind": ["summary"]},
-                                  top_k=MAX_SESSIONS * 2, mode="keyword", fallback=False)  # fmt: skip
+    hits = services.search().search(prompt, view, filters={"project": project, "kind": ["summary", "prompt"]},
+                                  top_k=MAX_SESSIONS * 4, mode="keyword", fallback=False)  # fmt: skip
     wanted = terms(prompt)
-    named = []
+    named: dict[str, dict[str, Any]] = {}
     for hit in hits:
-        subject = str((hit.get("data") or {}).get("request") or "").split(" | then: ")[0]
-        asked = terms(subject)
-        if len(asked) >= 3 and len(asked & wanted) / len(asked) >= SUBJECT_NAMED:
-            named.append(hit)
-    return named[:MAX_SESSIONS]
+        session = hit.get("session_id")
+        if not session or session in named or session == besides:
+            continue
+        asked = _asked_in(hit)
+        request = next((a for a in asked if _names(terms(a), wanted)), None)
+        if request is None:
+            continue
+        # The session's last summary holds all it did; a hit may be an earlier Stop's.
+        summary = _latest_summary(services, view, project, session)
+        if summary is not None:
+            named[session] = _naming(summary, request)
+        if len(named) == MAX_SESSIONS:
+            break
+    return list(named.values())
+
+
+def _asked_in(hit: dict[str, Any]) -> list[str]:
+    """What a summary says its session was asked, or what a prompt asks."""
+    if hit["kind"] == "summary":
+        request = str((hit.get("data") or {}).get("request") or "")
+        return [part.strip() for part in request.replace(" | then: ", " | ").split(" | ") if part.strip()]
+    return [subject(hit.get("text") or "", 200)]
+
+
+def _names(asked: set[str], wanted: set[str]) -> bool:
+    return len(asked) >= 3 and len(asked & wanted) / len(asked) >= SUBJECT_NAMED
+
+
+def _latest_summary(services: ContextServices, view, project: str, session: str) -> dict[str, Any] | None:
+    found = Records.latest(services.reader(), view, filters={"kind": "summary", "project": project, "session_id": session},
+                           limit=1)  # fmt: skip
+    return found[0] if found else None
+
+
+def _naming(summary: dict[str, Any], request: str) -> dict[str, Any]:
+    """The session's summary, its line led by the request the prompt named (a later one, maybe)."""
+    data = summary.get("data") or {}
+    if str(data.get("request") or "").startswith(request):
+        return summary
+    return {**summary, "data": {**data, "request": request}}
 
 
 def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[str, Any]]:

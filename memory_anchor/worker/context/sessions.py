@@ -31,11 +31,13 @@ def _known(text: str, facts: list[str]) -> bool:
     return any(text in fact for fact in facts)
 
 
-def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits: dict[str, str] | None = None) -> str:
+def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits: dict[str, str] | None = None,
+                 path_chars: int = 80) -> str:  # fmt: skip
     """One session: what was asked, the root cause found, what changed, what the tests said, what was done and left.
 
     Root causes already among the verified facts (`known`) are not repeated; a next step a commit
-    did since (`done_by_commits`: its text -> the commit) says so.
+    did since (`done_by_commits`: its text -> the commit) says so. `path_chars`: the most a changed
+    file's path takes (its folders dropped first).
     """
     data = summary.get("data") or {}
     parts = []
@@ -49,7 +51,7 @@ def outcome_line(summary: dict[str, Any], known: list[str] = (), done_by_commits
     changed = relative_once(data.get("files_changed") or [], summary.get("project"))
     if changed:
         more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
-        parts.append("changed: " + ", ".join(clip_path(f, 80) for f in changed[:4]) + more)
+        parts.append("changed: " + ", ".join(clip_path(f, path_chars) for f in changed[:4]) + more)
     tests = [t for t in data.get("tests") or [] if isinstance(t, str)]
     if tests:
         parts.append("tests: " + "; ".join(clip(t, 90) for t in tests[-2:]))
@@ -93,14 +95,23 @@ def _adds(detail: str, title: str) -> bool:
     return any(not re.fullmatch(r"[\d.,:]+\w{0,2}", word) for word in new)
 
 
-def activity_text(record: dict[str, Any]) -> str:
-    """What happened and what came of it, in one line."""
+_DESCRIBED_COMMAND = re.compile(r"^:\s*`[^`]*`\s*(?:→\s*)?(.*)$")
+
+
+def activity_text(record: dict[str, Any], *, command_chars: int = 0) -> str:
+    """What happened and what came of it, in one line. `command_chars`: room for a command Claude
+    described in other words ("Deploy plugin to SiYuan: `cp -r dist/* …/plugins/`"), where the command
+    is the answer to "how do we deploy it?"; 0 keeps the description alone, as a briefing does."""
     data = record.get("data") or {}
     title = " ".join(str(record.get("title") or data.get("title") or record.get("text") or "").split())
     summary = " ".join(str(data.get("summary") or "").split())
-    command = data.get("command")
+    command = " ".join(str(data.get("command") or "").split())
     if summary and "→" in summary and (command or "`" in summary):
         summary = summary.split("→", 1)[1].strip()  # the command is in the title already
+    if command_chars and command and command[:40] not in title:
+        said = _DESCRIBED_COMMAND.match(summary[len(title):]) if summary.startswith(title) else None
+        summary = said.group(1) if said else summary  # "<title>: `<command, cut>` produced no output"
+        title = f"{title}: `{clip(command, command_chars)}`"
     if summary and not _adds(summary, title):
         return title  # "Ran tests `pytest -q`: 120 passed" says what "120 passed in 3.41s" says
     if summary and summary.lower() not in title.lower() and title.lower() not in summary.lower():
