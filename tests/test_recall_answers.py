@@ -122,3 +122,20 @@ def test_recall_shows_the_command_claude_described_in_other_words(worker, tmp_pa
     worker.wait_idle()
 
     assert command in recall("where does the notes plugin get deployed so the notes app picks it up?")
+
+
+def test_search_finds_claudes_reply_to_an_earlier_prompt_in_the_questions_words(worker, tmp_path: Path) -> None:
+    """A question in the words of an earlier prompt finds that prompt first; what was found then is in
+    Claude's reply, which shares none of its words: the reply is lifted by the prompt it answers."""
+    noise = [(f"check the docker compose file for service {n}", f"Service {n} restarts cleanly; its docker image is current.")
+             for n in range(8)]  # fmt: skip
+    _past_session(worker, tmp_path, "shop-infra", [
+        *noise[:4],
+        ("after the restart docker is in 502 bad gateway", "Odoo itself is up: the proxy container odoo-nginx-1 lost its "
+                                                           "upstream; reload it with `systemctl reload web-proxy`."),
+        ("now add a footer to the invoice report", "Added the footer to the invoice report template."),
+        *noise[4:],
+    ])  # fmt: skip
+    found = worker.post("/api/v1/memories/search", {"query": "why did docker give a 502 bad gateway after the restart?",
+                                                    "top_k": 3, "filters": {"project": str(tmp_path / "shop-infra")}})  # fmt: skip
+    assert any("odoo-nginx-1" in (hit.get("memory") or "") for hit in found["results"])

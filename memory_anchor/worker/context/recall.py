@@ -7,7 +7,8 @@ is one line. Standing rules and decisions come first when the prompt touches
 their subject ("how do we deploy the shop?" recalls "we deploy with fly.io"),
 matched on words (CJK by character pairs), not on the search score.
 Claude's replies of earlier sessions (an explanation, the reason for a choice,
-what failed) are recalled like any memory. A memory is added only when it is
+what failed), and what the user told Claude when it asked (a path, a setting,
+a choice), are recalled like any memory. A memory is added only when it is
 close to the prompt (`holds_an_answer`; for a prompt in a CJK script, when it says
 most of the prompt's subject: `subject_said`): recall stays quiet when memory holds
 nothing on the subject.
@@ -31,7 +32,7 @@ from memory_anchor.worker.memory.user_words import subject
 from memory_anchor.worker.store.present import record_to_wire
 from memory_anchor.worker.store.records import Records, resolve_view
 
-RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript"]
+RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript", "prompt"]
 AGREED = 0.40  # the least cosine a hit whose words the prompt shares may have (see holds_an_answer)
 QUESTION_EXTRA = 2  # lines a question gets beyond the limit: what it asks may be said in a few places
 MAX_RULES = 3
@@ -68,8 +69,9 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
         hits = subject_said(hits, request.prompt)
     else:
         hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold)]
-    # The prompt itself was just captured; recalling it back is noise.
-    hits = [h for h in hits if h.get("session_id") != request.session_id or h["kind"] != "prompt"]
+    # Of the user's prompts, only what they told Claude when it asked (a path, a setting, a choice): other
+    # prompts are requests, and one in the question's words (this one, just captured) is no answer.
+    hits = [h for h in hits if h["kind"] != "prompt" or told_when_asked(h) and h.get("session_id") != request.session_id]
     forgotten = getattr(getattr(services, "memory", None), "forgotten", None)
     if forgotten is not None and project:  # a session's line without what the user has forgotten since
         sessions = [forgotten.scrub_outcome(conn, project, s, view) for s in sessions]
@@ -96,6 +98,11 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
 def asks(prompt: str) -> bool:
     """A question (in any script's question mark): it gets a few more lines than a task does."""
     return "?" in prompt or "？" in prompt
+
+
+def told_when_asked(record: dict[str, Any]) -> bool:
+    """A prompt that replied to a question Claude asked: what the user told it then."""
+    return bool((record.get("data") or {}).get("answers_a_question"))
 
 
 def holds_an_answer(hit: dict[str, Any], threshold: float) -> bool:
@@ -134,6 +141,8 @@ def recall_line(record: dict[str, Any]) -> str:
         return "[session] " + clip(outcome_line(record, path_chars=SESSION_PATH_CHARS)[2:], SESSION_LINE_CHARS)
     if kind == "transcript":  # Claude's own words in an earlier session: an explanation, a reason, what failed
         return f"[claude said] {clip(record.get('text') or '', SESSION_LINE_CHARS)}"
+    if kind == "prompt":  # the user's own words, when Claude asked
+        return f"[user said] {clip(record.get('text') or '', SESSION_LINE_CHARS)}"
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
 
 

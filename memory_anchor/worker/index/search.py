@@ -448,12 +448,16 @@ class SearchService:
         A thread is the record's session, else its user (a conversation stored
         turn by turn through the mem0 API). An answer often sits one turn away
         from the words of the question ("Where did you go?" / "To the beach.").
-        New records reached this way join the results.
+        Claude's reply to a user's prompt is lifted by that prompt too: a query in
+        the words of an earlier prompt ("docker is in 502 bad gateway") finds the
+        prompt first, and what was found then is in the reply. New records reached
+        this way join the results.
         """
         weight = self.tuning.neighbour_weight
         ranked = sorted(records, key=lambda s: -relevance[s])[: self.tuning.neighbour_candidates]
         links = _thread_neighbours(conn, [records[seq] for seq in ranked])
-        neighbours = {n for ns in links.values() for n, _ in ns}
+        replies = _replies(conn, [records[seq] for seq in ranked], links)
+        neighbours = {n for ns in links.values() for n, _ in ns} | {n for ns in replies.values() for n in ns}
         fresh = neighbours - records.keys()
         if fresh:
             for seq, row in _visible_rows(conn, fresh, view, scope).items():
@@ -469,6 +473,10 @@ class SearchService:
                     share = 1.0 if distance == 1 else 0.5
                     lift[n] = max(lift.get(n, 0.0), share * base[seq])
                     lift[seq] = max(lift.get(seq, 0.0), share * base[n])
+        for prompt, answers in replies.items():
+            for reply in answers:  # one way: a prompt that echoes the query is no answer, its reply may be
+                if reply in records:
+                    lift[reply] = max(lift.get(reply, 0.0), base[prompt])
         for seq, value in lift.items():
             relevance[seq] += weight * value
 
@@ -681,6 +689,20 @@ def _thread_neighbours(conn, records: list[dict[str, Any]]) -> dict[int, list[tu
         nearest_first = sorted(neighbours, reverse=(op == "<"))
         links.setdefault(origin, []).extend((n, d) for d, n in enumerate(nearest_first, start=1))
     return links
+
+
+def _replies(conn, records: list[dict[str, Any]], links: dict[int, list[tuple[int, int]]]) -> dict[int, list[int]]:
+    """prompt seq -> the first two passages of Claude's reply to it: its session's next transcript
+    records, before the session's next prompt (`links` holds a prompt's prompt neighbours)."""
+    prompts = [r for r in records if r["kind"] == "prompt" and r.get("session_id")]
+    walks = [("session_id", ">", r["session_id"], r["seq"], "transcript") for r in prompts]
+    out: dict[int, list[int]] = {}
+    for side, seq in neighbour_walks(conn, walks):
+        origin = prompts[side]["seq"]
+        following = [n for n, _ in links.get(origin, []) if n > origin]
+        if not following or seq < min(following):
+            out.setdefault(origin, []).append(seq)
+    return out
 
 
 def _named_in(query: str) -> set[str]:
