@@ -196,6 +196,29 @@ def test_a_run_of_prompts_and_tool_uses_commits_once_and_a_failing_event_is_roll
         services.close()
 
 
+def test_an_event_counts_as_pending_until_what_follows_from_it_is_written(tmp_path: Path):
+    """A prompt is marked done with its record; the facts extracted from it are written after that
+    commit. Until they are, the status still counts it pending: "nothing pending" (what `wait_idle`
+    and `import-history --wait` wait for) means every event's work is written."""
+    from memory_anchor.schemas.settings import load_settings
+    from memory_anchor.worker.services import Services
+
+    services = Services(tmp_path / "data", load_settings(tmp_path / "data"), token="test")
+    try:
+        base = {"session_id": "s1", "cwd": str(tmp_path), "transcript_path": str(tmp_path / "s1.jsonl")}
+        services.inbox.accept_many([Arrival({**base, "hook_event_name": "UserPromptSubmit", "prompt": f"step {n}"})
+                                    for n in range(3)])  # fmt: skip
+        pipeline = Pipeline(services)
+        during: list[dict[str, int]] = []
+        pipeline.after_event.append(lambda name, event, written: during.append(services.inbox.counts()))
+        pipeline.drain_once()
+
+        assert [c.get("pending") for c in during] == [3, 3, 3]  # all three marked done, their hooks under way
+        assert services.inbox.counts().get("pending", 0) == 0 and services.inbox.counts()["done"] == 3
+    finally:
+        services.close()
+
+
 def test_with_alone_on_error_one_bad_item_fails_alone():
     batches: list[list[int]] = []
 

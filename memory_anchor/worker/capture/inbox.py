@@ -14,9 +14,10 @@ import logging
 import os
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from memory_anchor.hookkit import spool as spool_lock
 from memory_anchor.worker.store import inbox as store_inbox
@@ -98,6 +99,7 @@ class Inbox:
         """`clean` is applied to spooled payloads (hooks spool them raw) before they are stored."""
         self.db = db
         self._clean = clean or (lambda payload: payload)
+        self._in_hand: frozenset[int] = frozenset()  # events the pipeline is processing (see `in_hand`)
 
     def accept(
         self,
@@ -206,9 +208,28 @@ class Inbox:
         return store_inbox.has_pending(self.db.reader(), session_id,
                                        float("inf") if received_before is None else received_before)  # fmt: skip
 
+    @contextmanager
+    def in_hand(self, event_ids: list[int]) -> Iterator[None]:
+        """While the pipeline processes these events. An event is marked done with its records, and
+        what follows from it (the facts extracted from a prompt) is written after that commit: until
+        then it still counts as pending, so "nothing pending" means every event's work is written."""
+        self._in_hand = frozenset(event_ids)
+        try:
+            yield
+        finally:
+            self._in_hand = frozenset()
+
     def counts(self) -> dict[str, int]:
-        """Events by status; `quarantined` counts everything parked (events and unembeddable records)."""
-        return store_inbox.counts(self.db.reader())
+        """Events by status; `quarantined` counts everything parked (events and unembeddable records).
+        An event whose processing is under way counts as pending even once it is marked done."""
+        conn = self.db.reader()
+        found = store_inbox.counts(conn)
+        in_hand = list(self._in_hand)
+        finishing = store_inbox.done_among(conn, in_hand) if in_hand else 0
+        if finishing:
+            found["pending"] = found.get("pending", 0) + finishing
+            found["done"] = found.get("done", 0) - finishing
+        return found
 
     def ingest_spool(self, spool: Path) -> int:
         """Move events hooks spooled while the worker was away into the inbox.

@@ -177,7 +177,8 @@ class Pipeline:
         events = tried_alone(self.inbox.claim(BATCH if self._quiet_for() >= CAPTURE_RECENT else BUSY_BATCH))
         if events:
             self.tries.begin([e.id for e in events])
-            self.process(events)
+            with self.inbox.in_hand([e.id for e in events]):
+                self.process(events)
         return len(events)
 
     def _index_pending(self) -> int:

@@ -66,3 +66,11 @@ def counts(conn: Any) -> dict[str, int]:
     found = {r[0]: r[1] for r in conn.execute("SELECT status, count(*) FROM inbox GROUP BY status")}
     found["quarantined"] = int(conn.execute("SELECT count(*) FROM quarantine").fetchone()[0])
     return found
+
+
+def done_among(conn: Any, event_ids: list[int]) -> int:
+    """How many of these events are marked done."""
+    if not event_ids:
+        return 0
+    marks = ",".join("?" * len(event_ids))
+    return int(conn.execute(f"SELECT count(*) FROM inbox WHERE status = 'done' AND id IN ({marks})", event_ids).fetchone()[0])
