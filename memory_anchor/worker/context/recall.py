@@ -61,7 +61,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
         request.prompt,
         view,
         filters={"project": project or None, "kind": RECALL_KINDS},
-        top_k=limit * 3,  # room for the repeats dropped below
+        top_k=limit * 4,  # room for the repeats and the prompts dropped below
         mode="hybrid",
         fallback=False,
     )
