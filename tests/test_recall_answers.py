@@ -139,3 +139,18 @@ def test_search_finds_claudes_reply_to_an_earlier_prompt_in_the_questions_words(
     found = worker.post("/api/v1/memories/search", {"query": "why did docker give a 502 bad gateway after the restart?",
                                                     "top_k": 3, "filters": {"project": str(tmp_path / "shop-infra")}})  # fmt: skip
     assert any("odoo-nginx-1" in (hit.get("memory") or "") for hit in found["results"])
+
+
+def test_below_the_threshold_a_hit_must_share_two_of_the_prompts_words():
+    """Meaning alone decides above the threshold; below it, down to 0.40, a hit found by both sides
+    must say two of the prompt's words: one shared word ("migrations") is no answer."""
+    from memory_anchor.worker.context.recall import holds_an_answer
+    from memory_anchor.worker.memory.cues import terms
+
+    wanted = terms("what was the outcome of the salesforce crm migration?")
+    one_word = {"similarity": 0.44, "match": "vector+keyword", "title": "Used PowerShell", "text": "migrations"}
+    two_words = {"similarity": 0.44, "match": "vector+keyword", "text": "The Salesforce migration moved 3,200 accounts"}
+    assert not holds_an_answer(one_word, 0.5, wanted)
+    assert holds_an_answer(two_words, 0.5, wanted)
+    assert holds_an_answer({**one_word, "similarity": 0.55}, 0.5, wanted)  # close in meaning: words aside
+    assert not holds_an_answer({**two_words, "match": "keyword", "similarity": None}, 0.5, wanted)  # words alone never

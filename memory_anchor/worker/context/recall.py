@@ -68,7 +68,8 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     if written_in_cjk(request.prompt):
         hits = subject_said(hits, request.prompt)
     else:
-        hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold)]
+        wanted = terms(request.prompt)
+        hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold, wanted)]
     # Of the user's prompts, only what they told Claude when it asked (a path, a setting, a choice): other
     # prompts are requests, and one in the question's words (this one, just captured) is no answer.
     hits = [h for h in hits if h["kind"] != "prompt" or told_when_asked(h) and h.get("session_id") != request.session_id]
@@ -105,17 +106,22 @@ def told_when_asked(record: dict[str, Any]) -> bool:
     return bool((record.get("data") or {}).get("answers_a_question"))
 
 
-def holds_an_answer(hit: dict[str, Any], threshold: float) -> bool:
+def holds_an_answer(hit: dict[str, Any], threshold: float, wanted: set[str] = frozenset()) -> bool:
     """Whether a hit is close enough to the prompt to be worth its line.
 
     Meaning alone decides at `threshold` (the dense side's cosine); lower, down to AGREED, only when
-    the prompt's words are in it too (found by both sides). A hit found by its words alone never is:
-    a shared word is no answer ("the backend" in a question about billing). Measured on real sessions'
-    questions, those whose answer memory lacks reached 0.40 at most."""
+    the prompt's words are in it too (found by both sides), two of them at least (`wanted`: the
+    prompt's terms): a shared word is no answer ("the backend" in a question about billing, "Used
+    PowerShell → migrations" for a question about a CRM's migration). A hit found by its words alone
+    never is. Measured on real sessions' questions, those whose answer memory lacks reached 0.40 at most."""
     similarity = hit.get("similarity")
     if similarity is None:
         return False
-    return similarity >= threshold or (similarity >= AGREED and "keyword" in str(hit.get("match") or ""))
+    if similarity >= threshold:
+        return True
+    if similarity < AGREED or "keyword" not in str(hit.get("match") or ""):
+        return False
+    return not wanted or len(wanted & terms(f"{hit.get('title') or ''} {hit.get('text') or ''}")) >= 2
 
 
 def subject_said(hits: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
