@@ -27,8 +27,8 @@ from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import share_said, subject_terms, terms
 from memory_anchor.worker.memory.text import clip, line_key
-from memory_anchor.worker.store.cjk import written_in_cjk
 from memory_anchor.worker.memory.user_words import subject
+from memory_anchor.worker.store.cjk import written_in_cjk
 from memory_anchor.worker.store.present import record_to_wire
 from memory_anchor.worker.store.records import Records, resolve_view
 
@@ -176,7 +176,7 @@ def named_sessions(services: ContextServices, view, project: str | None, prompt:
         if request is None:
             continue
         # The session's last summary holds all it did; a hit may be an earlier Stop's.
-        summary = _latest_summary(services, view, project, session)
+        summary = _latest_summary(services.reader(), view, project, session)
         if summary is not None:
             named[session] = _naming(summary, request)
         if len(named) == MAX_SESSIONS:
@@ -196,9 +196,8 @@ def _names(asked: set[str], wanted: set[str]) -> bool:
     return len(asked) >= 3 and len(asked & wanted) / len(asked) >= SUBJECT_NAMED
 
 
-def _latest_summary(services: ContextServices, view, project: str, session: str) -> dict[str, Any] | None:
-    found = Records.latest(services.reader(), view, filters={"kind": "summary", "project": project, "session_id": session},
-                           limit=1)  # fmt: skip
+def _latest_summary(conn, view, project: str, session: str) -> dict[str, Any] | None:
+    found = Records.latest(conn, view, filters={"kind": "summary", "project": project, "session_id": session}, limit=1)
     return found[0] if found else None
 
 
