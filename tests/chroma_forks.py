@@ -17,7 +17,7 @@ them: the Chroma process is the Chroma forker's child, not the worker's. tests/t
 Chroma processes from the pytest process, keep `python -m`.
 
 The protocol, over a Unix socket per Chroma process: the worker sends one JSON object
-{"path", "env", "cwd"} (after its length, 4 bytes big-endian) with three file descriptors
+{"path", "env", "cwd", "umask", "limits"} (after its length, 4 bytes big-endian) with three file descriptors
 (the process's stdin, stdout and stderr); the Chroma forker answers "pid N\\n", and
 "exit C\\n" when that process ends (C as subprocess gives it: negative for a signal).
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -99,6 +100,14 @@ def _run_child(request: dict, fds: list[int], close) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # What a process started with Popen inherits from its worker: the worker's umask (077: what
+        # Chroma creates is private, tests/test_private_files.py) and resource limits.
+        os.umask(request["umask"])
+        for name, (soft, hard) in request["limits"].items():
+            try:
+                resource.setrlimit(getattr(resource, name), (soft, hard))
+            except (ValueError, OSError):
+                pass  # a hard limit above the forker's own: only a privileged process may raise one
         from tests.worker_forks import _set_command_line
 
         # As `ps` shows a Chroma process started with `python -m`: the tests' stray-process
@@ -264,6 +273,17 @@ def _wait_unrelated(pid: int, deadline: float | None) -> int | None:
     return -1
 
 
+_LIMITS = [name for name in dir(resource) if name.startswith("RLIMIT_")]
+
+
+def _umask() -> int:
+    """This process's umask, read without setting it (os.umask would change it for every thread meanwhile)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    raise OSError("no Umask in /proc/self/status")
+
+
 def start(address: str, path: Path, stderr: int = 2) -> ForkedChroma:
     """A Chroma process for the Chroma directory `path`, forked by the Chroma forker at `address`
     with this process's environment and working directory; OSError when the forker does not answer."""
@@ -274,7 +294,8 @@ def start(address: str, path: Path, stderr: int = 2) -> ForkedChroma:
         try:
             conn.settimeout(30)
             conn.connect(address)
-            body = json.dumps({"path": str(path), "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+            body = json.dumps({"path": str(path), "env": dict(os.environ), "cwd": os.getcwd(), "umask": _umask(),
+                               "limits": {name: resource.getrlimit(getattr(resource, name)) for name in _LIMITS}}).encode()
             socket.send_fds(conn, [_LENGTH.pack(len(body)) + body], [stdin_read, stdout_write, stderr])
         finally:
             os.close(stdin_read)  # only the Chroma process holds these ends: when this process's
