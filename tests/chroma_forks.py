@@ -1,20 +1,22 @@
-"""Chroma processes for the tests' forked workers, forked from one that has imported chromadb.
+"""Chroma processes for the tests, forked from one that has imported chromadb.
 
 A worker runs Chroma in a process of its own (memory_anchor/worker/index/chroma_child.py),
 started as `python -m memory_anchor.worker.index.chroma_child <dir>` with the first vector it
-writes or reads back. Most of that start is chromadb's imports: about 1 s of CPU, paid by
-each of the ~150 workers of a run of the suite that writes a vector (counted: docs/benchmarks.md).
-A user's machine pays it once a session. So each pytest process's worker forker
-(tests/worker_forks.py) also has a **Chroma forker**: `python -m tests.chroma_forks`, which
-makes the Chroma process's own preparation (`chroma_child.prepare_process`: malloc settings)
-and imports what it imports, starts no thread, and forks one Chroma process per request.
-The forked process runs the same `chroma_child.main` on the pipes its worker made, so the
-worker talks to it exactly as to one it started itself.
+writes or reads back. Most of that start is chromadb's imports: about 1 s of CPU, which a run
+of the suite paid about 180 times (counted: docs/benchmarks.md), a user's machine once a
+session. So each pytest process has a **Chroma forker**, `python -m tests.chroma_forks`
+(started at first use): it makes the Chroma process's own preparation (`chroma_child.prepare_process`:
+the malloc settings) and chromadb's imports, starts no thread, and forks a Chroma process per
+request. That process runs the same `chroma_child.main` on pipes its worker made, so the worker
+talks to it as to one it started itself.
 
-What differs, and is therefore tested with Chroma processes started as users' machines start
-them: the Chroma process is the Chroma forker's child, not the worker's. tests/test_chroma_child.py
-(`TEST_CHROMA_FORKS=0` in its worker's environment) and the ChromaStore tests, which start
-Chroma processes from the pytest process, keep `python -m`.
+Who gets one: the workers forked by tests/worker_forks.py (unless their environment says
+`TEST_CHROMA_FORKS=0`), and the stores a test makes in the pytest process (tests/conftest.py),
+except in tests marked `chroma_plain` (tests/test_chroma_child.py tests how a worker starts its
+Chroma process). Workers started as users' machines start them (by hooks, the CLI, the
+benches) start theirs with `python -m`. A forked Chroma process is handed what a Popen child
+inherits (environment, working directory, umask, resource limits, stderr); what differs is its
+parent: the Chroma forker, not the worker.
 
 The protocol, over a Unix socket per Chroma process: the worker sends one JSON object
 {"path", "env", "cwd", "umask", "limits"} (after its length, 4 bytes big-endian) with three file descriptors

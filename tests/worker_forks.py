@@ -2,9 +2,9 @@
 
 A worker's start is mostly imports: about 1 s of CPU for the worker's own modules in each
 of the ~150 workers a run of the suite starts (measured with process accounting,
-docs/benchmarks.md). Chroma's (0.7 s more) are paid by the child process a worker starts for
-Chroma when it first writes a vector (memory_anchor/worker/index/chroma_child.py), which is
-started as users' machines start it, not forked. A user's machine
+docs/benchmarks.md). Chroma's (1 s more) are paid by the process a worker starts for Chroma
+when it first writes a vector (memory_anchor/worker/index/chroma_child.py): that one is forked
+too, by the Chroma forker (tests/chroma_forks.py). A user's machine
 pays that once a session; the suite paid it in a quarter of its CPU. So each pytest process
 keeps one **forker**: `python -m tests.worker_forks`, which imports what a worker imports,
 starts no thread, and then forks a process per worker it is asked for. The child sets the
