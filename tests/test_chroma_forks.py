@@ -129,7 +129,7 @@ def _chroma_processes(parent: int) -> list[int]:
 @pytest.mark.parametrize("forked", [True, False], ids=["forked", "TEST_CHROMA_FORKS=0"])
 def test_a_forked_worker_writes_its_vectors_through_a_forked_chroma_process_unless_told_not_to(tmp_path, forked):
     data_dir = tmp_path / "data"
-    extra = {"MEMORY_ANCHOR_CHROMA_IDLE_SECONDS": "60"} | ({} if forked else {"TEST_CHROMA_FORKS": "0"})
+    extra = {"MEMORY_ANCHOR_CHROMA_IDLE_SECONDS": "60", "TEST_CHROMA_FORKS": "1" if forked else "0"}  # whatever the run's
     worker = start_worker(data_dir, env=worker_env(data_dir, **extra))
     try:
         assert isinstance(worker.process, worker_forks.ForkedWorker)
