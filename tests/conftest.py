@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests import worker_forks
+from tests import chroma_forks, worker_forks
 
 ROOT = Path(__file__).resolve().parent.parent
 # Data too large or too personal for the repository (LoCoMo, real sessions), read-only, beside the
@@ -47,6 +47,22 @@ def _environment_restored():
     if os.environ != saved:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _chroma_processes_forked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Chroma processes a test's own stores start (memory_anchor/worker/index/chroma_child.py)
+    are forked with chromadb imported (tests/chroma_forks.py), as forked workers' are: about 1 s of
+    CPU less each. Tests marked `chroma_plain`, or run with TEST_CHROMA_FORKS=0, start them as
+    users' machines do (`python -m`)."""
+    if os.environ.get("TEST_CHROMA_FORKS", "1") == "0" or request.node.get_closest_marker("chroma_plain"):
+        return
+    if not Path("/proc/self/task").is_dir():
+        return
+    from memory_anchor.worker.index.chroma_child import ChromaChild
+
+    monkeypatch.setattr(ChromaChild, "_start", ChromaChild._start)  # put back after the test
+    chroma_forks.install(chroma_forks.address)
 
 
 @pytest.fixture(autouse=True)
@@ -246,7 +262,8 @@ def _python3_past_pyenvs_shim() -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    worker_forks.close()
+    worker_forks.close()  # its workers first: their Chroma processes end with them
+    chroma_forks.close()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -27,6 +27,9 @@ from memory_anchor.worker.index.vector_item import VectorItem
 from memory_anchor.worker.store.disk import is_storage_full
 from tests.conftest import ROOT, start_worker, wait_for, worker_env
 
+# How a worker starts its Chroma process is what is tested here: `python -m`, not forked (tests/chroma_forks.py).
+pytestmark = pytest.mark.chroma_plain
+
 DIM = 384
 
 
@@ -206,7 +209,9 @@ def _chromadb_mapped(pid: int) -> bool:
 
 def test_a_worker_writes_through_the_child_never_imports_chromadb_and_its_vectors_last(tmp_path):
     data_dir = tmp_path / "data"
-    env = worker_env(data_dir, MEMORY_ANCHOR_CHROMA_IDLE_SECONDS="2")
+    # TEST_CHROMA_FORKS=0: the worker starts its Chroma process itself, as on a user's machine
+    # (tests/chroma_forks.py), so the process is the worker's child.
+    env = worker_env(data_dir, MEMORY_ANCHOR_CHROMA_IDLE_SECONDS="2", TEST_CHROMA_FORKS="0")
     kept = {"The staging database is refreshed from production every Sunday night": "when is staging refreshed?",
             "Feature flags are read from the flags service, never from env vars": "where do feature flags come from?"}  # fmt: skip
     scratch = ["A scratch idea: cache the build graph between CI jobs", "A scratch idea: split the monorepo"]

@@ -2,9 +2,9 @@
 
 A worker's start is mostly imports: about 1 s of CPU for the worker's own modules in each
 of the ~150 workers a run of the suite starts (measured with process accounting,
-docs/benchmarks.md). Chroma's (0.7 s more) are paid by the child process a worker starts for
-Chroma when it first writes a vector (memory_anchor/worker/index/chroma_child.py), which is
-started as users' machines start it, not forked. A user's machine
+docs/benchmarks.md). Chroma's (1 s more) are paid by the process a worker starts for Chroma
+when it first writes a vector (memory_anchor/worker/index/chroma_child.py): that one is forked
+too, by the Chroma forker (tests/chroma_forks.py). A user's machine
 pays that once a session; the suite paid it in a quarter of its CPU. So each pytest process
 keeps one **forker**: `python -m tests.worker_forks`, which imports what a worker imports,
 starts no thread, and then forks a process per worker it is asked for. The child sets the
@@ -48,6 +48,7 @@ def _preload() -> None:
     # Not onnxruntime (30 ms): importing it starts a native thread, which a fork would not copy.
     import memory_anchor.worker.__main__  # noqa: F401
     import memory_anchor.worker.app  # noqa: F401
+    import tests.chroma_forks  # noqa: F401 - what a worker's Chroma processes are started with
 
 
 def _threads() -> int:
@@ -87,6 +88,10 @@ def _run_child(request: dict, forker_fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if request.get("chroma_forks"):  # its Chroma processes forked too (tests/chroma_forks.py)
+            from tests import chroma_forks
+
+            chroma_forks.install(request["chroma_forks"])
         argv = request["argv"]
         _set_command_line([sys.executable, "-m", "memory_anchor.worker", *argv])
         sys.argv = [str(ROOT / "memory_anchor" / "worker" / "__main__.py"), *argv]
@@ -224,6 +229,13 @@ class Forker:
 
     def spawn(self, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path, timeout: float = 60.0) -> ForkedWorker:
         request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        if env.get("TEST_CHROMA_FORKS", "1") != "0":
+            from tests import chroma_forks
+
+            try:
+                request["chroma_forks"] = chroma_forks.address()
+            except OSError:
+                pass  # its Chroma processes start as `python -m`
         with self._lock:  # one request at a time: its answer is the next pid
             self._process.stdin.write((json.dumps(request) + "\n").encode())
             self._process.stdin.flush()
