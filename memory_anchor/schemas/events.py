@@ -98,8 +98,9 @@ class StopEvent(HookEvent):
     # Work still in flight (a background subagent, 2.1.198+): the session is paused, not done.
     background_tasks: list[Any] | None = None
     # Not Claude Code's: every text of Claude's in the turn, as the history importer read it from the
-    # transcript (a live Stop's are read from `transcript_path` by the worker).
-    assistant_messages: list[StrictStr] | None = None
+    # transcript (a live Stop's are read from `transcript_path` by the worker). Any array, as the hooks'
+    # check reads it: an item that is not text is skipped where the texts are read (pipeline/sessions.py).
+    assistant_messages: list[Any] | None = None
 
 
 class SessionEndEvent(HookEvent):
