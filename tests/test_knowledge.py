@@ -63,6 +63,18 @@ def test_labels_inside_a_paragraph_are_not_kept_in_the_outcome():
     assert outcome.next_steps == ["add a cache-reset fixture"]
 
 
+def test_why_tests_fail_until_the_code_catches_up_is_no_root_cause():
+    """Tests written first fail "currently": true then, not a fact about the project. A cause the
+    same words do not hedge is kept."""
+    moment = session_outcome("Wrote the tests first. These tests will currently fail because the implementation "
+                             "returns `null` instead of `undefined`.")  # fmt: skip
+    assert moment.root_causes == []
+    expected = session_outcome("The tests are currently expected to fail because `toWire` returns `null`.")
+    assert expected.root_causes == []
+    kept = session_outcome("The issue was that `*_` in the unpacking assignment was shadowing the translation function `_`.")
+    assert kept.root_causes == ["The issue was that `*_` in the unpacking assignment was shadowing the translation function `_`"]
+
+
 def test_a_line_that_starts_with_a_label_ends_at_the_next_label():
     # Claude's last message in the transcript the real CLI wrote (tests/fixtures/transcripts/2.1.197)
     outcome = session_outcome("Root cause: missing.txt was never created. Next step: create missing.txt.")
