@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 _LENGTH = struct.Struct(">I")
 _MODULE = "memory_anchor.worker.index.chroma_child"
@@ -87,12 +88,11 @@ def _receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
         raise
 
 
-def _run_child(request: dict, fds: list[int], close) -> None:
+def _run_child(request: dict, fds: list[int], close) -> NoReturn:
     """In the forked process: become the Chroma process the request describes, and exit with its code."""
-    code = 1
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    from tests.worker_forks import _set_command_line, run_forked
+
+    def become() -> int:
         close()  # the forker's socket, pipes and other processes' connections are not this one's
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -110,28 +110,15 @@ def _run_child(request: dict, fds: list[int], close) -> None:
                 resource.setrlimit(getattr(resource, name), (soft, hard))
             except (ValueError, OSError):
                 pass  # a hard limit above the forker's own: only a privileged process may raise one
-        from tests.worker_forks import _set_command_line
-
         # As `ps` shows a Chroma process started with `python -m`: the tests' stray-process
         # reaper finds one by the data dir on its command line.
         _set_command_line([sys.executable, "-m", _MODULE, request["path"]])
         sys.argv = [_MODULE, request["path"]]
         from memory_anchor.worker.index import chroma_child
 
-        code = chroma_child.main([request["path"]])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        import traceback
+        return chroma_child.main([request["path"]])
 
-        traceback.print_exc()
-    finally:
-        logging.shutdown()
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+    run_forked(become)
 
 
 def serve(listener_fd: int) -> int:

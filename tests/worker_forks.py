@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Callable, NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 # Room in the forker's own command line for a worker's: a child writes its command line
@@ -70,12 +71,36 @@ def _set_command_line(argv: list[str]) -> None:
         pass  # only what `ps` shows
 
 
-def _run_child(request: dict, forker_fds: list[int]) -> None:
-    """In the forked child: become the worker the request describes, and exit with its code."""
+def run_forked(become: Callable[[], int]) -> NoReturn:
+    """In a forked child: run `become` (what the child is set up as, then its program), print what it
+    raised, and exit with its code at once: never back into the forker's loop, whose cleanup is not
+    the child's (tests/chroma_forks.py forks its processes the same way)."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        code = become()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        import logging
+
+        logging.shutdown()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _run_child(request: dict, forker_fds: list[int]) -> NoReturn:
+    """In the forked child: become the worker the request describes, and exit with its code."""
+
+    def become() -> int:
         for fd in forker_fds:  # the forker's pipes are not the worker's
             os.close(fd)
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -97,20 +122,9 @@ def _run_child(request: dict, forker_fds: list[int]) -> None:
         sys.argv = [str(ROOT / "memory_anchor" / "worker" / "__main__.py"), *argv]
         import memory_anchor.worker.__main__
 
-        code = memory_anchor.worker.__main__.main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        import traceback
+        return memory_anchor.worker.__main__.main(argv)
 
-        traceback.print_exc()
-    finally:
-        import logging
-
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    run_forked(become)
 
 
 def serve() -> int:
