@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -345,6 +346,26 @@ def wait_for(condition, *, timeout: float = 60.0, what: str = "condition") -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         time.sleep(0.05)
+
+
+def in_threads(work, args: list[tuple], *, timeout: float | None = None) -> None:
+    """Run `work(*a)` for each `a` of `args`, each in a thread of its own, all at once; once they
+    are joined, raise the first error one of them raised (an assertion inside `work` included)."""
+    errors: list[BaseException] = []
+
+    def run(*a) -> None:
+        try:
+            work(*a)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the test's own thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=a) for a in args]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture(scope="session")

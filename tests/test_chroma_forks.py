@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ from memory_anchor.worker.index.chroma_child import ChromaChild, ChromaError
 from memory_anchor.worker.index.chroma_store import ChromaStore
 from memory_anchor.worker.index.vector_item import VectorItem
 from tests import chroma_forks, worker_forks
-from tests.conftest import ROOT, start_worker, wait_for, worker_env
+from tests.conftest import ROOT, in_threads, start_worker, wait_for, worker_env
 
 pytestmark = [pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="the forkers need Linux's /proc"),
               pytest.mark.chroma_plain]  # each test installs the forker it tests
@@ -157,20 +156,7 @@ def test_many_workers_at_once_each_get_their_own_chroma_process(tmp_path, forker
     monkeypatch.setattr(ChromaChild, "_start", ChromaChild._start)
     chroma_forks.install(forker.address)
     stores = [ChromaStore(tmp_path / f"chroma{n}", idle_release_seconds=0) for n in range(4)]
-    errors = []
-
-    def write(n: int) -> None:
-        try:
-            stores[n].add(_items(range(1, 11 + n)))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not errors
+    in_threads(lambda n: stores[n].add(_items(range(1, 11 + n))), [(n,) for n in range(4)], timeout=60)
     assert len({store.child.pid for store in stores}) == 4
     assert [store.count() for store in stores] == [10, 11, 12, 13]
     for store in stores:

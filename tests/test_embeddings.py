@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
 
 from memory_anchor.worker.index.embeddings import DIMENSION, Embedder, EmbeddingError
+from tests.conftest import in_threads
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +52,9 @@ def test_long_text_is_truncated_at_256_tokens_not_128(embedder):
 
 def test_thread_safe(embedder):
     expected = embedder.embed_one("parallel agents share one model")
-    results, errors = [], []
-
-    def work():
-        try:
-            results.append(embedder.embed_one("parallel agents share one model"))
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    results = []
+    in_threads(lambda: results.append(embedder.embed_one("parallel agents share one model")), [()] * 6)
+    assert len(results) == 6
     assert all(np.allclose(r, expected, atol=1e-5) for r in results)
 
 

@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pytest
 from memory_anchor.core import paths
 from memory_anchor.hookkit import launcher, pythons, spool, status
 from memory_anchor.core.processes import ALREADY_RUNNING_EXIT
-from tests.conftest import ROOT, tool_use_event
+from tests.conftest import ROOT, in_threads, tool_use_event
 from tests.test_hooks import HOOKS, base_payload, hook_argv, spool_lines
 
 PY39 = next(iter(sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))), None)
@@ -223,23 +222,14 @@ def test_the_spool_keeps_the_newest_events_past_its_cap(tmp_path):
 def test_concurrent_appends_while_trimming_lose_only_the_oldest(tmp_path):
     spool_file = str(tmp_path / "spool.jsonl")
     cap = 50_000
-    errors = []
 
     def writer(name: str) -> None:
-        try:
-            for i in range(300):
-                line = spool.spool_entry(f"{name}-{i}", json.dumps({"w": name, "n": i, "pad": "y" * 100}).encode(),
-                                         "PostToolUse", None, None)  # fmt: skip
-                spool.append(spool_file, line, cap)
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        for i in range(300):
+            line = spool.spool_entry(f"{name}-{i}", json.dumps({"w": name, "n": i, "pad": "y" * 100}).encode(),
+                                     "PostToolUse", None, None)  # fmt: skip
+            spool.append(spool_file, line, cap)
 
-    threads = [threading.Thread(target=writer, args=(f"w{k}",)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    in_threads(writer, [(f"w{k}",) for k in range(4)])
     kept = [json.loads(line) for line in Path(spool_file).read_text().splitlines()]
     dropped = int((tmp_path / spool.DROPPED_MARKER).read_text().split()[0])
     assert len(kept) + dropped == 4 * 300

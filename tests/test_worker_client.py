@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import io
 import socket
-import threading
 
 import pytest
 
 from memory_anchor.client.worker_client import WorkerClient, WorkerError, _closed_by_peer
-from tests.conftest import start_worker
+from tests.conftest import in_threads, start_worker
 
 
 def local_port(client: WorkerClient) -> int:
@@ -46,23 +45,14 @@ def test_calls_share_one_connection_errors_included(shared_worker):
 def test_each_thread_has_its_own_connection(shared_worker):
     client = WorkerClient(shared_worker.data_dir, autostart=False)
     ports: dict[int, set[int]] = {}
-    errors: list[BaseException] = []
 
     def work(n: int) -> None:
-        try:
-            for k in range(10):
-                added = client.add(f"thread {n} note {k}", user_id=f"t{n}", infer=False)
-                assert added["results"][0]["memory"] == f"thread {n} note {k}"
-                ports.setdefault(n, set()).add(local_port(client))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for k in range(10):
+            added = client.add(f"thread {n} note {k}", user_id=f"t{n}", infer=False)
+            assert added["results"][0]["memory"] == f"thread {n} note {k}"
+            ports.setdefault(n, set()).add(local_port(client))
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    in_threads(work, [(n,) for n in range(4)])
     assert all(len(used) == 1 for used in ports.values())
     assert len({next(iter(used)) for used in ports.values()}) == 4
 
