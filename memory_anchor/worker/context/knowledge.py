@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from memory_anchor.schemas.memory_model import STANDING
 from memory_anchor.worker.context.layers import facts_of_types, standing_facts, when
-from memory_anchor.worker.memory.ask_once import on_their_words, replies_to_ask, said_at
+from memory_anchor.worker.memory.ask_once import replies_to_ask, said_at
+from memory_anchor.worker.memory.facts import on_their_words
 from memory_anchor.worker.memory.instructions import HEDGED
 from memory_anchor.worker.context.model import ContextRequest, Section
 from memory_anchor.worker.context.staleness import fact_flag, mark, marks, reconcile_facts

@@ -16,19 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from memory_anchor.schemas.memory_model import STANDING
-from memory_anchor.worker.memory.facts import decorate
+from memory_anchor.worker.memory.facts import decorate, on_their_words
 from memory_anchor.worker.memory.instructions import HEDGED
 from memory_anchor.worker.store.records import Records, View
 
 ASK_ONCE = 3  # a few questions at a session's start, the latest said first
 ASK_DAYS = 14  # asked while the work is fresh: replies older than the newest by more wait in Approvals
 DAY = 86_400
-
-
-def on_their_words(fact: dict[str, Any]) -> bool:
-    """It stands on the user's quoted words, and the source re-check did not send it back."""
-    data = fact.get("data") or {}
-    return bool(data.get("quote")) and not data.get("recheck")
 
 
 def a_reply_to_options(fact: dict[str, Any]) -> bool:

@@ -114,6 +114,12 @@ def said_in(record: dict[str, Any]) -> list[str]:
     return list(listed) if listed else [record["session_id"]] if record.get("session_id") else []
 
 
+def on_their_words(fact: dict[str, Any]) -> bool:
+    """It stands on the user's quoted words, and the source re-check did not send it back."""
+    data = fact.get("data") or {}
+    return bool(data.get("quote")) and not data.get("recheck")
+
+
 def decorate(record: dict[str, Any], at: float | None = None) -> dict[str, Any]:
     """Add `effective_confidence` and `needs_verification` (computed, never stored)."""
     if record.get("kind") != "fact":
@@ -260,7 +266,7 @@ class FactStore:
             return {"status": "rejected", "record": None, "rejected_id": earlier["id"],
                     "reason": f"fact {earlier['id']} saying this was rejected; said again no later: not stored"}  # fmt: skip
         if new_session and abs(said - said_last) > SAID_AGAIN_APART and earlier.get("type") in STANDING \
-                and data.get("quote") and not data.get("recheck"):
+                and on_their_words(earlier):
             return self._confirmed(conn, earlier, fact, actor=actor, branch=branch, said=max(said, said_last))
         record = earlier
         if new_session or said > said_last or fact.confidence > float(earlier.get("confidence") or 0):
