@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
+from tests.worker_forks import _set_command_line, reaped, run_forked, woken_by_child_exits
+
 _LENGTH = struct.Struct(">I")
 _MODULE = "memory_anchor.worker.index.chroma_child"
 
@@ -90,7 +92,6 @@ def _receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
 
 def _run_child(request: dict, fds: list[int], close) -> NoReturn:
     """In the forked process: become the Chroma process the request describes, and exit with its code."""
-    from tests.worker_forks import _set_command_line, run_forked
 
     def become() -> int:
         close()  # the forker's socket, pipes and other processes' connections are not this one's
@@ -132,10 +133,7 @@ def serve(listener_fd: int) -> int:
 
     gc.collect()
     gc.freeze()  # what the imports made stays shared with every Chroma process, page for page
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    wake_read, wake_write = woken_by_child_exits()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(0, selectors.EVENT_READ)
@@ -180,14 +178,7 @@ def serve(listener_fd: int) -> int:
 
 
 def _report_exits(waiting: dict[int, socket.socket]) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    for pid, code in reaped():
         conn = waiting.pop(pid, None)
         if conn is not None:
             try:

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Callable, Iterator, NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 # Room in the forker's own command line for a worker's: a child writes its command line
@@ -142,10 +142,7 @@ def serve() -> int:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # a stray print must not break the protocol
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    wake_read, wake_write = woken_by_child_exits()
     selector = selectors.DefaultSelector()
     selector.register(requests, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
@@ -177,7 +174,19 @@ def serve() -> int:
                 answer({"pid": pid})
 
 
-def _report_exits(answer, children: set[int]) -> None:
+def woken_by_child_exits() -> tuple[int, int]:
+    """A pipe that a child's exit writes to (SIGCHLD through the wakeup fd): a forker's loop selects
+    on its read end beside its requests, and reaps (`reaped`) when it is readable."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    return wake_read, wake_write
+
+
+def reaped() -> Iterator[tuple[int, int]]:
+    """(pid, exit code) of each child that has exited, without waiting; a signal's code is its
+    number negated, as Popen.returncode gives it (tests/chroma_forks.py reaps its children so too)."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -185,7 +194,11 @@ def _report_exits(answer, children: set[int]) -> None:
             return
         if pid == 0:
             return
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        yield pid, (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+
+
+def _report_exits(answer, children: set[int]) -> None:
+    for pid, code in reaped():
         children.discard(pid)
         answer({"exited": pid, "code": code})
 
