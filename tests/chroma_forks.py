@@ -216,12 +216,14 @@ class ForkedChroma:
         return self.returncode
 
     def kill(self) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signal.SIGKILL)
+        self.send_signal(signal.SIGKILL)
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
-            os.kill(self.pid, sig)
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass  # it exited and the forker reaped it; its exit report is on the way (Popen does the same)
 
     def _read_exit(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
