@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-from tests.worker_forks import _set_command_line, reaped, run_forked, woken_by_child_exits
+from tests.worker_forks import _set_command_line, reaped, run_forked, signal_unless_reaped, woken_by_child_exits
 
 _LENGTH = struct.Struct(">I")
 _MODULE = "memory_anchor.worker.index.chroma_child"
@@ -220,10 +220,7 @@ class ForkedChroma:
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass  # it exited and the forker reaped it; its exit report is on the way (Popen does the same)
+            signal_unless_reaped(self.pid, sig)
 
     def _read_exit(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout

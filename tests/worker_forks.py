@@ -174,6 +174,15 @@ def serve() -> int:
                 answer({"pid": pid})
 
 
+def signal_unless_reaped(pid: int, sig: int) -> None:
+    """Signal a forked child as Popen.send_signal does: one its forker has just reaped, whose exit
+    report is still on the way, is no error."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def woken_by_child_exits() -> tuple[int, int]:
     """A pipe that a child's exit writes to (SIGCHLD through the wakeup fd): a forker's loop selects
     on its read end beside its requests, and reaps (`reaped`) when it is readable."""
@@ -229,7 +238,7 @@ class ForkedWorker:
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
-            os.kill(self.pid, sig)
+            signal_unless_reaped(self.pid, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
