@@ -26,6 +26,7 @@ from memory_anchor.worker.capture.history import (
     session_files,
     session_id_of,
 )
+from tests.conftest import SHARED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 VERSIONS = ["2.1.197", "2.1.332"]
@@ -225,6 +226,28 @@ def test_a_resumed_sessions_file_is_filed_under_the_conversation_it_continues(tm
     assert session_id_of(resumed) == first_id != resumed.stem
     assert {e.payload["session_id"] for e in session_events(resumed)} == {first_id}
     assert session_id_of(tmp_path / "no-such-file.jsonl") == "no-such-file"
+
+
+BRAIN = SHARED / "bench" / "replay" / "brain"
+BRAIN_ORIGINAL = BRAIN / "06ea6fa4-e075-452b-a4af-00dce71fbe5d.jsonl"
+BRAIN_RESUMED = BRAIN / "d67a1cb3-a6ec-4293-8fc9-b46d94b4e857.jsonl"  # opens with a copy of the one above
+
+
+@pytest.mark.skipif(not BRAIN_RESUMED.exists(), reason=f"needs the brain replay set in {BRAIN}")
+def test_a_resumed_sessions_copy_of_the_conversation_is_not_imported_twice():
+    """A real user's resumed session whose file opens with a copy of the conversation it resumes,
+    under its own session id and new line ids: imported after the original, only its own turns
+    become events, as its hooks reported them live."""
+    said_before: set[tuple[str, str, str]] = set()
+    original = session_events(BRAIN_ORIGINAL, said_before=said_before)
+    resumed = session_events(BRAIN_RESUMED, said_before=said_before)
+    prompts = [e["prompt"] for e in of([e.payload for e in resumed], "UserPromptSubmit")]
+    assert prompts[0] == "continue"  # not the resumed conversation's first request
+    assert not set(prompts) & {e.payload["prompt"] for e in original if "prompt" in e.payload}
+    assert min(e.at for e in resumed) > max(e.at for e in original if e.at)
+    # Read on its own (no earlier file), the resumed file is all its turns, the copy included.
+    alone = [e.payload["prompt"] for e in session_events(BRAIN_RESUMED) if "prompt" in e.payload]
+    assert alone[0].startswith("the stop hook is a bust") and alone[-len(prompts):] == prompts
 
 
 def test_the_offer_to_import_reads_no_folder_a_path_cannot_name(tmp_path):

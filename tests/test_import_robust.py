@@ -15,6 +15,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,7 +26,10 @@ DAY = "2024-05-06"
 
 
 def line(kind: str, session: str, cwd: str, n: int, text: str, stamp: str | None = None) -> str:
-    entry = {"type": kind, "uuid": f"{session}-{kind}-{n}", "timestamp": stamp or f"{DAY}T10:{n:02d}:00.000Z",
+    # Two sessions never have a prompt said at the same millisecond: one that does is a resumed
+    # session's copy of the other (memory_anchor/worker/capture/history.py, continued_from).
+    moment = f"{DAY}T10:{n:02d}:00.{zlib.crc32(session.encode()) % 1000:03d}Z"
+    entry = {"type": kind, "uuid": f"{session}-{kind}-{n}", "timestamp": stamp or moment,
              "sessionId": session, "cwd": cwd}  # fmt: skip
     if kind == "user":
         entry["message"] = {"role": "user", "content": text}

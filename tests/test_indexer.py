@@ -15,7 +15,7 @@ import pytest
 
 from memory_anchor.core import paths
 from memory_anchor.worker.index.embeddings import Embedder
-from memory_anchor.worker.index.indexer import OBSERVATION_MAX_TOKENS, RECENT_TEXTS, REPLY_MAX_TOKENS, Indexer, embedding_text
+from memory_anchor.worker.index.indexer import RECENT_TEXTS, REPLY_MAX_TOKENS, Indexer, embedding_text
 from memory_anchor.worker.index.chroma_store import ChromaStore
 from memory_anchor.worker.index.vectors import Vectors
 from memory_anchor.worker.store.db import Database
@@ -58,18 +58,19 @@ def store(tmp_path, embedder):
     db.close()
 
 
-def observation(db, title: str, summary: str, session: str) -> dict:
+def prompt(db, title: str, rest: str, session: str) -> dict:
+    """A prompt of the user's, a kind that is embedded by its text."""
     with db.transaction() as conn:
-        return Records.put(conn, "observation", f"{title}\n{summary}", title=title, data={"summary": summary},
-                           project=PROJECT, session_id=session, user_id="alice")  # fmt: skip
+        return Records.put(conn, "prompt", f"{title}\n{rest}", title=title, project=PROJECT, session_id=session,
+                           user_id="alice")  # fmt: skip
 
 
 def test_a_text_sessions_repeat_is_embedded_once(store, embedder):
     db, vectors, indexer = store
     read = ("Read /home/dev/shop/app/cart.py", "Read /home/dev/shop/app/cart.py: 80 lines; starts `class Cart:`")
-    first = [observation(db, *read, "s1"), observation(db, *read, "s1"), observation(db, "Ran `pytest -q`", "3 passed", "s1")]
+    first = [prompt(db, *read, "s1"), prompt(db, *read, "s1"), prompt(db, "Ran `pytest -q`", "3 passed", "s1")]
     assert indexer.drain() == 3
-    later = [observation(db, *read, "s2"), observation(db, "Ran `make lint`", "clean", "s2")]  # a later batch
+    later = [prompt(db, *read, "s2"), prompt(db, "Ran `make lint`", "clean", "s2")]  # a later batch
     assert indexer.drain() == 2
     assert sorted(embedder.texts) == sorted([embedding_text(first[0]), embedding_text(first[2]), embedding_text(later[1])])
     # every version has its vector, the same one for the same text
@@ -83,16 +84,16 @@ def test_a_text_sessions_repeat_is_embedded_once(store, embedder):
 
 def test_paths_in_the_project_are_embedded_as_the_project_names_them(store):
     db, _, _ = store
-    edit = observation(db, "Edited /home/dev/shop/app/cart.py", "In /home/dev/shop/app/cart.py: `total()` → `sum(...)`", "s1")
+    edit = prompt(db, "Edited /home/dev/shop/app/cart.py", "In /home/dev/shop/app/cart.py: `total()` → `sum(...)`", "s1")
     assert embedding_text(edit) == "Edited app/cart.py\nIn app/cart.py: `total()` → `sum(...)`"
-    elsewhere = observation(db, "Read /etc/hosts", "Read /etc/hosts: 3 lines", "s1")
+    elsewhere = prompt(db, "Read /etc/hosts", "Read /etc/hosts: 3 lines", "s1")
     assert "/etc/hosts" in embedding_text(elsewhere)  # outside the project: the full path is what names it
 
 
 def test_the_texts_kept_for_reuse_are_bounded(store, embedder):
     db, _, indexer = store
     for n in range(40):
-        observation(db, f"Ran `job {n}`", f"step {n} finished", "s1")
+        prompt(db, f"Ran `job {n}`", f"step {n} finished", "s1")
     indexer.drain()
     assert len(indexer._recent) == 40 <= RECENT_TEXTS
     for n in range(RECENT_TEXTS):
@@ -101,33 +102,30 @@ def test_the_texts_kept_for_reuse_are_bounded(store, embedder):
     assert not any(text.startswith("Ran `job") for text in indexer._recent)  # the oldest went first
 
 
-def test_an_observation_is_embedded_by_its_first_tokens_and_a_memory_whole(store, embedder):
-    """The vector carries an observation's gist (what was done, to what); the rest of its summary is
-    found by keywords. A memory, a prompt or a session summary is what the user asked or was told:
-    embedded whole (up to the model's window)."""
+def test_an_observation_gets_no_vector_and_a_memory_is_embedded_whole(store, embedder):
+    """A tool call is found by its words (files, commands, errors); its meaning is in the session's
+    summary and Claude's replies. A memory, a prompt or a session summary is what the user asked or
+    was told: embedded whole (up to the model's window)."""
     db, vectors, indexer = store
     # A summary as the local distiller wrote it for a real session of the django replay.
     summary = ("`python reproduce.py` → Traceback (most recent call last):; django.core.exceptions."
                "ImproperlyConfigured: Application labels aren't unique, duplicates: contenttypes")
-    long = observation(db, "Ran `python reproduce.py`", summary, "s1")
     with db.transaction() as conn:
+        ran = Records.put(conn, "observation", f"Ran `python reproduce.py`\n{summary}", title="Ran `python reproduce.py`",
+                          data={"summary": summary}, project=PROJECT, session_id="s1", user_id="alice")  # fmt: skip
         memory = Records.put(conn, "memory", summary, project=PROJECT, user_id="alice")
-    assert indexer.drain() == 2
-    cut, whole = sorted(embedder.texts, key=len)
-    assert whole == summary and embedding_text(long).startswith(cut) and cut != embedding_text(long)
-    assert cut.startswith("Ran `python reproduce.py`\n`python reproduce.py` → Traceback")
-    assert len(embedder._tokenizer.encode(cut, add_special_tokens=False).ids) <= OBSERVATION_MAX_TOKENS
-    assert not (cut[-1].isalnum() and embedding_text(long)[len(cut)].isalnum()), "cut between words, never in one"
-    head = Embedder().embed([cut])[0]
-    assert float(np.dot(head, vectors.index.vector(long["seq"]))) > 0.999
+    indexer.drain()
+    assert embedder.texts == [summary]
+    assert vectors.index.vector(ran["seq"]) is None
+    assert indexer.pending_count() == 0  # nothing left queued for it
+    assert ran["seq"] not in vectors.index and memory["seq"] in vectors.index
     assert float(np.dot(Embedder().embed([summary])[0], vectors.index.vector(memory["seq"]))) > 0.999
-
 
 def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embedder):
     """What mem0 adds use: versions given to index_soon are searchable once catch_up returns; an
     idle worker then drops the vectors kept for reuse and the model's arena (they refill on demand)."""
     db, vectors, indexer = store
-    seqs = [observation(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"] for n in range(3)]
+    seqs = [prompt(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"] for n in range(3)]
     indexer.index_soon(seqs)
     indexer.catch_up()
     assert all(seq in vectors.index for seq in seqs)
@@ -136,12 +134,12 @@ def test_index_soon_indexes_on_its_thread_and_idle_hands_memory_back(store, embe
     indexer.release_memory()
     db.release_memory()
     assert not indexer._recent
-    later = observation(db, "Ran `deploy 9`", "deploy 9 finished", "s1")
+    later = prompt(db, "Ran `deploy 9`", "deploy 9 finished", "s1")
     indexer.index_soon([later["seq"]])
     indexer.catch_up()
     assert later["seq"] in vectors.index
     indexer.stop()
-    indexer.index_soon([observation(db, "Ran `late`", "after stop", "s1")["seq"]])  # stopped: left to the drain
+    indexer.index_soon([prompt(db, "Ran `late`", "after stop", "s1")["seq"]])  # stopped: left to the drain
     assert indexer.pending_count() == 1 and indexer.drain() == 1
 
 
@@ -153,13 +151,13 @@ def test_the_drain_keeps_the_models_arena_while_more_is_queued(store, embedder):
     indexer = Indexer(db, vectors, embedder, batch_size=2)
     embedder.kept.clear()
     embedder.released = 0
-    seqs = [observation(db, f"Ran `step {n}`", f"step {n} passed", "s1")["seq"] for n in range(5)]
+    seqs = [prompt(db, f"Ran `step {n}`", f"step {n} passed", "s1")["seq"] for n in range(5)]
     assert indexer.drain() == 5
     assert embedder.kept == [True, True, False] and embedder.released == 1  # handed back after the short batch
-    seqs += [observation(db, f"Ran `check {n}`", f"check {n} passed", "s1")["seq"] for n in range(4)]
+    seqs += [prompt(db, f"Ran `check {n}`", f"check {n} passed", "s1")["seq"] for n in range(4)]
     assert indexer.drain() == 4
     assert embedder.kept[3:] == [True, True] and embedder.released == 2  # and when the queue is found empty
-    observation(db, "Ran `one more`", "passed", "s1")
+    prompt(db, "Ran `one more`", "passed", "s1")
     assert indexer.drain() == 1
     assert embedder.kept[5:] == [False] and embedder.released == 2  # a short batch alone shrinks the arena itself
     assert all(seq in vectors.index for seq in seqs)
@@ -194,7 +192,7 @@ def test_adds_one_by_one_are_searchable_at_once_and_stored_in_chroma_together(tm
     indexer = Indexer(db, vectors, embedder)
     seqs = []
     for n in range(12):  # twelve adds, each acknowledged and handed over alone
-        seqs.append(observation(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"])
+        seqs.append(prompt(db, f"Ran `deploy {n}`", f"deploy {n} finished", "s1")["seq"])
         indexer.index_soon(seqs[-1:])
         indexer.catch_up()
         assert seqs[-1] in vectors.index  # searchable at once
@@ -205,7 +203,7 @@ def test_adds_one_by_one_are_searchable_at_once_and_stored_in_chroma_together(tm
 
     # Killed before they are stored (no stop, no close): they are still queued, and a new worker
     # on the same files embeds and stores them.
-    later = [observation(db, f"Ran `build {n}`", f"build {n} finished", "s2")["seq"] for n in range(3)]
+    later = [prompt(db, f"Ran `build {n}`", f"build {n} finished", "s2")["seq"] for n in range(3)]
     indexer.index_soon(later)
     indexer.catch_up()
     assert all(seq in vectors.index for seq in later) and indexer.pending_count() == 3

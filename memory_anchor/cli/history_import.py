@@ -111,6 +111,7 @@ def import_history(client, sources: list[Path], *, claude: bool = False, wait_in
     started = time.monotonic()
     batch: list[dict[str, Any]] = []
     size = 0
+    said_before: set[tuple[str, str, str]] = set()  # prompts of the files read so far: a resumed session's copy of them is left out
 
     def send() -> None:
         nonlocal batch, size
@@ -121,7 +122,7 @@ def import_history(client, sources: list[Path], *, claude: bool = False, wait_in
     for number, path in enumerate(files, 1):
         skipped: list[tuple[Path, str]] = []
         try:
-            events = session_events(path, skipped)
+            events = session_events(path, skipped, said_before)
         except (TranscriptError, OSError, ValueError, RecursionError) as exc:
             report.failed.append((str(path), str(exc) or type(exc).__name__))
             continue

@@ -176,8 +176,13 @@ class SessionRefused(TranscriptError):
     """A transcript whose session cannot be imported (its reason says why)."""
 
 
-def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None) -> list[HistoryEvent]:
+def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None,
+                   said_before: set[tuple[str, str, str]] | None = None) -> list[HistoryEvent]:  # fmt: skip
     """The hook events of one session's transcript and its subagents' transcripts, in time order.
+
+    `said_before` holds the prompts (`prompt_said`) of the transcripts read before this one, and
+    gets this one's: a transcript that opens with one of them is a resumed conversation (see
+    `continued_from`), and only what follows the copy becomes events.
 
     Raises TranscriptError when the transcript cannot be read, SessionRefused when its `cwd`
     is not an absolute, normalised path (a relative one would resolve against the worker's
@@ -188,6 +193,10 @@ def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None) ->
     session = _Session(path, turns)
     if session.cwd is not None and not is_clean_path(session.cwd):
         raise SessionRefused(f"its cwd {session.cwd[:200]!r} is not an absolute, normalised path")
+    if said_before is not None:
+        said = {prompt_said(session.cwd, turn) for turn in turns if turn.is_prompt}
+        session = _Session(path, turns[continued_from(session.cwd, turns, said_before) :])
+        said_before |= said
     main = list(session.events())
     agents = []
     for agent_path in subagent_files(path, skipped):
@@ -201,6 +210,28 @@ def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None) ->
     # Each list keeps its own order; a subagent's tool uses slot in among the main session's by time.
     merged = heapq.merge(*[_keyed(events, i) for i, events in enumerate([main[:-1], *agents])])
     return [event for *_, event in merged] + main[-1:]  # SessionEnd stays last
+
+
+def continued_from(cwd: str | None, turns: list[Turn], said_before: set[tuple[str, str, str]]) -> int:
+    """Where a transcript's own conversation starts: after the copy of another session it opens with.
+
+    Some Claude Code versions start a resumed session's file with a copy of the conversation
+    it resumes, each line with a new uuid and this session's id, at the time it was first said.
+    A live session's hooks report only its new turns, and the copied ones were imported from
+    the file they were said in: read again, each prompt and reply would count twice, and the
+    session's first request would be the other one's. A transcript whose first prompt (where,
+    when to the millisecond, and what) was read before is a copy up to its first prompt that
+    was not (all of it, if none).
+    """
+    prompts = [n for n, turn in enumerate(turns) if turn.is_prompt]
+    if not prompts or prompt_said(cwd, turns[prompts[0]]) not in said_before:
+        return 0
+    return next((n for n in prompts if prompt_said(cwd, turns[n]) not in said_before), len(turns))
+
+
+def prompt_said(cwd: str | None, turn: Turn) -> tuple[str, str, str]:
+    """A prompt as the moment it was said: its directory, its time and its words."""
+    return cwd or "", turn.timestamp or "", turn.text
 
 
 def _keyed(events: list[HistoryEvent], source: int) -> list[tuple[float, int, int, HistoryEvent]]:

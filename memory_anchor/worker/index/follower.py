@@ -103,9 +103,12 @@ class LogFollower:
         if self._me is None:
             self._me = current_role(conn)
         embedded = 0
+        head = Records.head_seq(conn)
         while True:
             rows = new_rows(conn, self.last_seen, NOT_EMBEDDED, PAGE)
             if not rows:
+                # What lies between is of kinds without a vector: read, nothing to wait for.
+                self.last_seen = max(self.last_seen, head)
                 break
             missing = self._load([int(r["seq"]) for r in rows])
             for row in rows:

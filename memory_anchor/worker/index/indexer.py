@@ -36,8 +36,14 @@ from memory_anchor.worker.store.records import Records, earlier_same_text
 
 log = logging.getLogger(__name__)
 
-# Kinds that are never searched, so never embedded (identity is always injected whole).
-NOT_EMBEDDED = frozenset({"identity"})
+# Kinds that get no vector when they are stored. Identity is never searched (it is always
+# injected whole). An observation (one tool call: "Edited app/cart.py", "Ran `pytest`") is found
+# by its words, the files, commands and errors a question names; the few a search finds that way
+# are then scored by meaning (search.py, `_score_by_meaning`). Stored vectors of every tool call
+# cost an import a quarter of its CPU and only brought near-duplicate tool calls into the nearest
+# neighbours: on four real people's imports, search answered as many of their questions or more
+# without them (docs/benchmarks.md, import speed).
+NOT_EMBEDDED = frozenset({"identity", "observation"})
 
 
 # Embedding cost grows steeply with length (here ~400 short texts/s, ~22/s at 140
@@ -45,11 +51,9 @@ NOT_EMBEDDED = frozenset({"identity"})
 # the head of its title and summary (its narrative and command output are found by
 # keywords), anything else by the head of its text.
 EMBED_MAX_CHARS = 512
-# An observation's vector only has to carry its gist (the tool, the file or command, how it
-# went); keyword search covers every word. Observations were 79 % of the tokens an import of
-# 107 real sessions embedded (1,847 texts, 49 tokens on average); cut to 32, the import embeds
-# a quarter fewer tokens, with search and recall as good (docs/benchmarks.md, import speed).
-# Vectors made before from the whole summary stay valid: the same model, a little more text.
+# An observation is scored by its gist (the tool, the file or command, how it went); keyword search
+# covers every word. Vectors stored by earlier versions were made from more of it: the same model,
+# a little more text, still valid.
 OBSERVATION_MAX_TOKENS = 32
 # Claude's prose (reply passages, session summaries) is read by its words, not its Markdown: table
 # rules, pipes, emphasis and heading marks are a sixth of its tokens and say nothing to the model.

@@ -70,9 +70,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import numpy as np
 
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.follower import LogFollower
+from memory_anchor.worker.index.indexer import NOT_EMBEDDED, embedding_texts
 from memory_anchor.worker.store.keywords import ColumnWeights, KeywordQuery, SqliteKeywords, keyword_index
 from memory_anchor.worker.index.timewords import time_window
 from memory_anchor.worker.index.vectors import VectorFilter, Vectors
@@ -91,6 +93,10 @@ CONTEXT_EXPANSION = 5
 # Query embeddings run here while the calling thread queries FTS5.
 _EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 NEVER_SEARCHED_KINDS = ("identity",)
+# Of the records the words found that have no stored vector (observations: see indexer.NOT_EMBEDDED),
+# this many of the best are scored by meaning at search time, their gists embedded beside the query.
+SCORED_BY_MEANING = 8
+GISTS_KEPT = 1024  # gist vectors kept for the next search (1.5 KB each): the same tool calls come back
 SAME_TITLE_SHOWN = 2  # hits of one kind and title shown; more are counted (`similar`) on the first
 COLUMN_FILTERS = ("project", "user_id", "agent_id", "run_id", "session_id", "kind", "layer", "type", "status")
 # Filters the vector index can apply itself; the rest are checked in SQLite.
@@ -168,6 +174,7 @@ class SearchService:
         self._df_cache = _TimedCache(ttl=60)
         self._doc_count: tuple[float, int] = (0.0, 0)
         self._speaker_cache = _TimedCache(ttl=300)
+        self._gists = _TimedCache(ttl=24 * 3600, size=GISTS_KEPT)  # a text's vector never changes
 
     # --- the one public entry point -------------------------------------------------
 
@@ -209,7 +216,10 @@ class SearchService:
             pending_vector = _EMBED_POOL.submit(self.embedder.embed_one, self.dense_query(conn, query)) if dense else None
             keyword_hits = self._keyword(conn, query, view, scope, wanted, alone=not dense) if mode in ("hybrid", "keyword") else []
             if pending_vector is not None:
-                for seq, score in self._dense(pending_vector.result(), view, scope, wanted):
+                query_vector = pending_vector.result()
+                for seq, score in self._dense(query_vector, view, scope, wanted):
+                    candidates.setdefault(seq, _Candidate(seq)).dense = score
+                for seq, score in self._score_by_meaning(conn, query_vector, keyword_hits, candidates):
                     candidates.setdefault(seq, _Candidate(seq)).dense = score
             for seq, score in keyword_hits:
                 candidates.setdefault(seq, _Candidate(seq)).keyword = score
@@ -230,6 +240,28 @@ class SearchService:
         if scope.metadata or scope.expr is not None:
             k *= 10  # metadata and filter expressions are checked afterwards, in SQLite; look deeper
         return self.vectors.search(vector, k, scope.vector_filter(view))
+
+    def _score_by_meaning(self, conn, query_vector, keyword_hits: list[tuple[int, float]],
+                          candidates: dict[int, _Candidate]) -> list[tuple[int, float]]:  # fmt: skip
+        """(seq, cosine to the query) of the best keyword hits that have no stored vector.
+
+        A tool call is stored without one (indexer.NOT_EMBEDDED): its words find it, and then, like
+        any hit, what it means decides how high it ranks and whether recall shows it (a hit found by
+        words alone never is). Only the best few are embedded, so a search pays for a handful of
+        short texts instead of an import for every tool call.
+        """
+        unscored = [seq for seq, _ in keyword_hits if seq not in candidates][: SCORED_BY_MEANING * 3]
+        rows = Records.by_seqs(conn, unscored) if unscored else {}
+        wanted = [rows[seq] for seq in unscored if seq in rows and rows[seq]["kind"] in NOT_EMBEDDED][:SCORED_BY_MEANING]
+        if not wanted:
+            return []
+        texts = embedding_texts(wanted, self.embedder)
+        vectors = {text: self._gists.get(text) for text in texts}
+        new = sorted(text for text, vector in vectors.items() if vector is None)
+        for text, vector in zip(new, self.embedder.embed(new) if new else []):
+            vectors[text] = vector
+            self._gists.put(text, vector)
+        return [(record["seq"], float(np.dot(query_vector, vectors[text]))) for record, text in zip(wanted, texts)]
 
     def _keyword(self, conn, query: str, view: View, scope: "_Scope", k: int, *, alone: bool) -> list[tuple[int, float]]:
         words = self.keyword_terms(conn, query, alone=alone)
