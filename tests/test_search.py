@@ -250,18 +250,24 @@ def test_vector_store_takes_any_chroma_client(tmp_path, embedder):
     store.release()
 
 
-def test_search_during_vector_load_answers_by_keyword(tmp_path, embedder):
+def test_search_during_vector_load_answers_by_keyword_and_meaning(tmp_path, embedder):
     first = Store(tmp_path, embedder)
     first.put("The flaky test is test_upload_retry.")
+    first.put("The cat sleeps on the test bench all day.")
     first.close()
     second = Store(tmp_path, embedder)
-    # Another thread is reading the vectors back (worker start-up): searches must not wait.
-    with second.vectors._load_lock:
-        assert second.vectors.loading
-        hits = second.search("flaky upload retry test")
-        assert hits and hits[0]["match"] == "keyword"
-    assert second.search("flaky upload retry test")[0]["match"] == "vector+keyword"
+    loaded = second.search("flaky upload retry test")
     second.close()
+    third = Store(tmp_path, embedder)
+    # Another thread is reading the vectors back (worker start-up): searches must not wait; what
+    # their words find is ranked by them, with the similarity it has once the index is loaded.
+    with third.vectors._load_lock:
+        assert third.vectors.loading
+        hits = third.search("flaky upload retry test")
+        assert hits[0]["text"] == loaded[0]["text"] and hits[0]["match"] == "keyword"
+        assert hits[0]["similarity"] == pytest.approx(loaded[0]["similarity"], abs=1e-3)
+    assert third.search("flaky upload retry test")[0]["match"] == "vector+keyword"
+    third.close()
 
 
 def test_dense_query_drops_the_names_of_transcript_speakers(store):

@@ -149,6 +149,9 @@ class _Candidate:
     dense: float = 0.0
     keyword: float = 0.0
     found_by: str = ""
+    # The cosine of a keyword hit that has no stored vector, worked out at search time: its
+    # similarity for thresholds and recall; the ranking stays by its words (`_score_by_meaning`).
+    meaning: float | None = None
 
 
 class SearchError(RecordError):
@@ -217,10 +220,11 @@ class SearchService:
             keyword_hits = self._keyword(conn, query, view, scope, wanted, alone=not dense) if mode in ("hybrid", "keyword") else []
             if pending_vector is not None:
                 query_vector = pending_vector.result()
+                loading = self.vectors.loading  # the index answers nothing until it is read back
                 for seq, score in self._dense(query_vector, view, scope, wanted):
                     candidates.setdefault(seq, _Candidate(seq)).dense = score
-                for seq, score in self._score_by_meaning(conn, query_vector, keyword_hits, candidates):
-                    candidates.setdefault(seq, _Candidate(seq)).dense = score
+                for seq, score in self._score_by_meaning(conn, query_vector, keyword_hits, candidates, every_kind=loading):
+                    candidates.setdefault(seq, _Candidate(seq)).meaning = score
             for seq, score in keyword_hits:
                 candidates.setdefault(seq, _Candidate(seq)).keyword = score
             hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode, query)
@@ -242,17 +246,22 @@ class SearchService:
         return self.vectors.search(vector, k, scope.vector_filter(view))
 
     def _score_by_meaning(self, conn, query_vector, keyword_hits: list[tuple[int, float]],
-                          candidates: dict[int, _Candidate]) -> list[tuple[int, float]]:  # fmt: skip
-        """(seq, cosine to the query) of the best keyword hits that have no stored vector.
+                          candidates: dict[int, _Candidate], *, every_kind: bool = False) -> list[tuple[int, float]]:  # fmt: skip
+        """(seq, cosine to the query) of the best keyword hits that have no stored vector, or of any
+        kind (`every_kind`) while the stored vectors are being read back at start-up.
 
-        A tool call is stored without one (indexer.NOT_EMBEDDED): its words find it, and then, like
-        any hit, what it means decides how high it ranks and whether recall shows it (a hit found by
-        words alone never is). Only the best few are embedded, so a search pays for a handful of
-        short texts instead of an import for every tool call.
+        A tool call is stored without one (indexer.NOT_EMBEDDED): its words find it and rank it, and
+        its cosine is its `similarity`, which thresholds and recall judge as any other hit's (a hit
+        with none is never recalled). Put in the ranking too, short tool calls crowded out the
+        replies that answer (on brain's questions, search's top 10 answered 20 instead of 23).
+        Only the best few are embedded, so a search pays for a handful of short texts instead of an
+        import for every tool call; and the first prompt after the worker starts gets its recall
+        before the index is loaded.
         """
         unscored = [seq for seq, _ in keyword_hits if seq not in candidates][: SCORED_BY_MEANING * 3]
         rows = Records.by_seqs(conn, unscored) if unscored else {}
-        wanted = [rows[seq] for seq in unscored if seq in rows and rows[seq]["kind"] in NOT_EMBEDDED][:SCORED_BY_MEANING]
+        wanted = [rows[seq] for seq in unscored
+                  if seq in rows and (every_kind or rows[seq]["kind"] in NOT_EMBEDDED)][:SCORED_BY_MEANING]  # fmt: skip
         if not wanted:
             return []
         texts = embedding_texts(wanted, self.embedder)
@@ -443,7 +452,9 @@ class SearchService:
                 # Absolute meaning for thresholds: relevance of the best list score, not rank-relative;
                 # never above the hit ranked before it, so scores read in the order hits come.
                 found_dense = candidates.get(seq)
-                raw = found_dense.dense if mode != "keyword" and found_dense and found_dense.dense else None
+                raw = None
+                if mode != "keyword" and found_dense is not None:
+                    raw = found_dense.dense or found_dense.meaning
                 value = _clip01(raw if raw is not None else score / max(top, 1e-9) * 0.5)
                 ceiling = min(ceiling, value)
                 record["score"] = round(ceiling, 4)
