@@ -238,6 +238,15 @@ def test_session_summary_from_prompts_and_observations() -> None:
     assert summary.text.startswith("Request: Fix the coupon bug") and summary.distilled_by == "local"
 
 
+def test_a_request_of_a_word_or_two_does_not_lead_the_sessions_line() -> None:
+    """A resumed session of brain's history opens with "continue": its line leads with what was asked next."""
+    summary = local.summarize_session(["continue", "do some analysis of the project and useage to create agents"], [])
+    assert summary.request == "do some analysis of the project and useage to create agents | then: continue"
+    assert local.summarize_session(["yes please", "ok"], []).request == "yes please | then: ok"  # none says more
+    assert local.summarize_session(["继续", "帮我全自动配置插件"], []).request.startswith("帮我全自动配置插件")
+    assert local.summarize_session(["/catchup", "go on"], []).request == "/catchup | then: go on"
+
+
 def test_a_session_line_says_what_was_asked_and_what_came_of_it() -> None:
     """A pasted issue is asked by its title; the tests the session turned around and the files it changed are its result."""
     issue = ("We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n"

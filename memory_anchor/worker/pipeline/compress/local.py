@@ -674,6 +674,10 @@ def summarize_session(
     tool_texts = [d.narrative or "" for d in drafts]
     outcome.root_causes = [c for c in outcome.root_causes if not quotes_a_tool(c, tool_texts)]
 
+    # A request of a word or two ("continue", "yes", "go on") says what was wanted only with the turn
+    # before it, which the session may not hold (a resumed one): the first prompt that says it leads.
+    lead = next((n for n, a in enumerate(asked) if says_what_is_wanted(a)), 0)
+    asked = asked[lead : lead + 1] + asked[:lead] + asked[lead + 1 :]
     request = asked[0] if asked else ""
     if len(asked) > 1:
         request += " | then: " + " | ".join(asked[1:4])
@@ -709,6 +713,16 @@ def summarize_session(
 
 
 @functools.lru_cache(maxsize=4096)
+def says_what_is_wanted(asked: str) -> bool:
+    """Whether a prompt's subject says what was wanted on its own: a slash command, or a few words
+    (a few characters in a CJK script), not "continue", "yes please" or "继续"."""
+    from memory_anchor.worker.store.cjk import written_in_cjk
+
+    if asked.startswith("/") or written_in_cjk(asked):
+        return len(asked) >= 6 or asked.startswith("/")
+    return len(asked.split()) >= 3 and len(asked) >= 12
+
+
 def _asked(prompt: str) -> str:
     """What a prompt asks, as a summary lists it; kept, as every Stop of a session reads all its prompts again."""
     from memory_anchor.worker.memory.user_words import subject
