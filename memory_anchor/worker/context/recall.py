@@ -26,6 +26,7 @@ from memory_anchor.worker.context.model import ContextServices
 from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import share_said, subject_terms, terms
+from memory_anchor.worker.memory.instructions import is_question
 from memory_anchor.worker.memory.text import clip, line_key
 from memory_anchor.worker.memory.user_words import subject
 from memory_anchor.worker.store.cjk import written_in_cjk
@@ -56,7 +57,8 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     rules = [f for f in matching_rules(conn, view, project, request.prompt)
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
     sessions = named_sessions(services, view, project, request.prompt, besides=request.session_id)
-    limit = settings.prompt_recall_limit + (QUESTION_EXTRA if asks(request.prompt) else 0)
+    question = asks(request.prompt)
+    limit = settings.prompt_recall_limit + (QUESTION_EXTRA if question else 0)
     hits = services.search().search(
         request.prompt,
         view,
@@ -64,6 +66,10 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
         top_k=limit * 4,  # room for the repeats and the prompts dropped below
         mode="hybrid",
         fallback=False,
+        # A tool call is recalled only once its meaning is judged, about 9 ms of embedding each. A
+        # question about the project's past is worth it (on brain's 25, recall answered 18 instead
+        # of 14); a task, most prompts, would pay up to 70 ms each for lines that rarely help it.
+        score_unembedded=question,
     )
     if written_in_cjk(request.prompt):
         hits = subject_said(hits, request.prompt)
@@ -97,8 +103,9 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
 
 
 def asks(prompt: str) -> bool:
-    """A question (in any script's question mark): it gets a few more lines than a task does."""
-    return "?" in prompt or "？" in prompt
+    """A question (a question mark in any script, or a question's words): it gets a few more lines
+    than a task does, and its tool calls are judged by meaning (see `recall_for_prompt`)."""
+    return "?" in prompt or "？" in prompt or is_question(prompt)
 
 
 def told_when_asked(record: dict[str, Any]) -> bool:

@@ -193,8 +193,12 @@ class SearchService:
         time_range: tuple[Any, Any] | None = None,
         fallback: bool = True,
         now: float | None = None,
+        score_unembedded: bool = True,
     ) -> list[dict[str, Any]]:
-        """Records matching `query` in `view`, best first; see the module docstring."""
+        """Records matching `query` in `view`, best first; see the module docstring.
+
+        `score_unembedded` False: keyword hits without a stored vector keep no similarity
+        (`_score_by_meaning`), which saves embedding them."""
         if mode not in MODES:
             raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1 or top_k > 1000:
@@ -223,8 +227,9 @@ class SearchService:
                 loading = self.vectors.loading  # the index answers nothing until it is read back
                 for seq, score in self._dense(query_vector, view, scope, wanted):
                     candidates.setdefault(seq, _Candidate(seq)).dense = score
-                for seq, score in self._score_by_meaning(conn, query_vector, keyword_hits, candidates, every_kind=loading):
-                    candidates.setdefault(seq, _Candidate(seq)).meaning = score
+                if score_unembedded:
+                    for seq, score in self._score_by_meaning(conn, query_vector, keyword_hits, candidates, every_kind=loading):
+                        candidates.setdefault(seq, _Candidate(seq)).meaning = score
             for seq, score in keyword_hits:
                 candidates.setdefault(seq, _Candidate(seq)).keyword = score
             hits = self._rank(conn, candidates, view, scope, date_window, now, top_k, mode, query)
@@ -267,7 +272,10 @@ class SearchService:
         texts = embedding_texts(wanted, self.embedder)
         vectors = {text: self._gists.get(text) for text in texts}
         new = sorted(text for text, vector in vectors.items() if vector is None)
-        for text, vector in zip(new, self.embedder.embed(new) if new else []):
+        # In two halves, one a core: the model runs each text on one thread (embeddings.py).
+        halves = [part for part in (new[: (len(new) + 1) // 2], new[(len(new) + 1) // 2 :]) if part]
+        embedded = [_EMBED_POOL.submit(self.embedder.embed, part) for part in halves]
+        for text, vector in zip(new, [v for job in embedded for v in job.result()]):
             vectors[text] = vector
             self._gists.put(text, vector)
         return [(record["seq"], float(np.dot(query_vector, vectors[text]))) for record, text in zip(wanted, texts)]

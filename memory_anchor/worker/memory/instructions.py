@@ -219,7 +219,7 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
             if kept == "":
                 listing = True
                 continue
-            if listing and kept is None and not is_fragment(sentence) and not _asks_at_all(sentence):
+            if listing and kept is None and not is_fragment(sentence) and not is_question(sentence):
                 kept = clean_sentence(_NUMBERED.sub("", sentence))
             statement = _kept(kept) if kept else _statement(sentence)
             if statement is not None and answers_a_question and statement.confidence < PLAIN:
@@ -246,7 +246,7 @@ def _to_keep(sentence: str) -> str | None:
     原则："), None when it asks nothing of the kind. A question ("can you save … ?") keeps nothing yet."""
     cjk = has_cjk(sentence)
     match = (_KEEP_IT_CJK if cjk else _KEEP_IT).search(sentence)
-    if match is None or _asks_at_all(sentence):
+    if match is None or is_question(sentence):
         return None
     if sentence.rstrip().endswith((":", "：")):
         return ""
@@ -270,7 +270,8 @@ def _kept(text: str) -> Statement:
     return Statement(kind, text, PLAIN, replaced_terms(text))
 
 
-def _asks_at_all(sentence: str) -> bool:
+def is_question(sentence: str) -> bool:
+    """A question, with or without its question mark ("how do i deploy it", "…你才会操作吗")."""
     return _asks(sentence) or (has_cjk(sentence) and bool(_CJK_ASKS.search(sentence)))
 
 
