@@ -58,3 +58,32 @@ def test_the_model_gets_one_way_to_ask_memory_and_each_hit_once_with_its_text(wo
     assert "best first" in first
     scores = [float(line.rsplit("score ", 1)[1].split()[0]) for line in hits if "score " in line]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_session_hit_names_the_files_its_work_changed(worker, tmp_path):
+    """"How did we fix X?" most often wants the files: a session's summary hit says which it changed,
+    by the path the project names them, without fetching its details."""
+    project = tmp_path / "shop"
+    project.mkdir()
+    session = "mcp-files-1"
+
+    def hook(name: str, **fields) -> dict:
+        return {"hook_event_name": name, "session_id": session, "cwd": str(project), **fields}
+
+    edits = [hook("PostToolUse", tool_name="Edit", tool_use_id=f"t{n}",
+                  tool_input={"file_path": str(project / path), "old_string": "rate = 0.2", "new_string": "rate = 0.25"},
+                  tool_response={"filePath": str(project / path)})
+             for n, path in enumerate(["app/tax.py", "app/cart.py", "app/vat.py", "app/invoice.py", "tests/test_tax.py"])]  # fmt: skip
+    for payload in [hook("UserPromptSubmit", prompt="fix the wrong VAT rate on invoices for German customers"), *edits,
+                    hook("Stop", stop_hook_active=False, last_assistant_message="Fixed the VAT rate: it is 0.25 now."),
+                    hook("SessionEnd", reason="other")]:  # fmt: skip
+        worker.post("/api/v1/events", payload, expect=202)
+    worker.wait_idle()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env.update(MEMORY_ANCHOR_DATA_DIR=str(worker.data_dir), CLAUDE_PROJECT_DIR=str(project), CLAUDE_CODE_SESSION_ID="mcp-s2",
+               PYTHONPATH=str(ROOT))  # fmt: skip
+    _, (found,) = asyncio.run(_session(env, [("search", {"query": "how did we fix the VAT rate on invoices?", "kind": "summary"})]))
+
+    text = _text(found)
+    assert "  changed: app/tax.py, app/cart.py, app/vat.py, app/invoice.py (+1 more)" in text, text
+    assert str(project) + "/app" not in text.split("changed:", 1)[1].splitlines()[0]

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory_anchor.core.projects import relative_once
 from memory_anchor.schemas.common import RecordOut
 from memory_anchor.schemas.observations import shorten
 
 TITLE_CHARS = 100
 TEXT_CHARS = 300
 SNIPPET_CHARS = 220
+CHANGED_SHOWN = 4  # files named on a session hit's line; the rest are counted
 
 
 def record(raw: dict[str, Any]) -> RecordOut:
@@ -77,10 +79,23 @@ def snippet(rec: RecordOut, limit: int = SNIPPET_CHARS) -> str:
     return shorten(text, limit) if text else ""
 
 
+def changed_files(rec: RecordOut) -> str:
+    """"changed: app/cart.py, app/tax.py (+3 more)" for a session's summary: the files its work
+    changed, which "how did we fix X?" most often wants; its text names them only far down."""
+    files = rec.data.get("files_changed") if rec.kind == "summary" else None
+    if not isinstance(files, list):
+        return ""
+    names = relative_once(files, rec.project)
+    if not names:
+        return ""
+    more = len(names) - CHANGED_SHOWN
+    return "changed: " + ", ".join(names[:CHANGED_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
+
+
 def hit_lines(rec: RecordOut) -> str:
-    """A search hit: its index line, then its snippet indented."""
-    more = snippet(rec)
-    return index_line(rec) + (f"\n  {more}" if more else "")
+    """A search hit: its index line, then its snippet and (a session) the files it changed, indented."""
+    more = [line for line in (snippet(rec), changed_files(rec)) if line]
+    return "\n".join([index_line(rec), *(f"  {line}" for line in more)])
 
 
 def text_line(rec: RecordOut) -> str:
