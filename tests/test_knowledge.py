@@ -75,6 +75,16 @@ def test_why_tests_fail_until_the_code_catches_up_is_no_root_cause():
     assert kept.root_causes == ["The issue was that `*_` in the unpacking assignment was shadowing the translation function `_`"]
 
 
+def test_a_cause_that_explains_what_came_before_it_is_no_fact():
+    """"This is because …" names what it explains only in the sentence before: alone, as a fact, it
+    says nothing. The Chinese one is a real shop owner's session (Claude on CC Switch's providers)."""
+    assert session_outcome("Login fails on staging. This is because `SESSION_SECRET` is unset there.").root_causes == []
+    assert session_outcome("这是因为你的 CC Switch 配置了多个 AI 提供商（Claude、Codex、Gemini 等）。").root_causes == []
+    assert session_outcome("That's due to `retry()` swallowing the timeout.").root_causes == []
+    kept = session_outcome("Login fails on staging because `SESSION_SECRET` is unset there.")
+    assert kept.root_causes == ["Login fails on staging because `SESSION_SECRET` is unset there"]
+
+
 def test_a_line_that_starts_with_a_label_ends_at_the_next_label():
     # Claude's last message in the transcript the real CLI wrote (tests/fixtures/transcripts/2.1.197)
     outcome = session_outcome("Root cause: missing.txt was never created. Next step: create missing.txt.")

@@ -86,6 +86,10 @@ _GUESS = _any(r"^(if|unless|maybe|perhaps|probably|possibly|hopefully)\b",
 # ("These tests will currently fail because the implementation returns null"), true only then.
 _OF_THE_MOMENT = _any(r"\b(currently|right now|at the moment|for now)\b.{0,40}\b(fail|failing|break|broken)\b",
                       r"\b(will|would) (currently )?fail\b|\b(are|is) (currently )?expected to fail\b")
+# A cause whose subject is what came before it ("This is because…", "这是因为…"): the fact would not
+# say what it explains.
+_REFERS_BACK = re.compile(r"(?i)^(?:(?:this|that|it)(?: is|'s| was)? (?:because|due to|caused by)\b|"
+                          r"(?:这|那|这个|那个)(?:是|也是|都是)?(?:因为|由于))")  # fmt: skip
 # A thing in the code: `backticks`, a path with an extension, call(), a dotted.name, snake_case or CamelCase.
 _CODE_ANCHOR = re.compile(r"`[^`]+`|\b[\w./-]+\.[a-z]{1,5}\b|\b\w+\(\)|\b[a-z_]\w*\.[a-z_]\w+|\b[a-z]+_[a-z_]+\b|"
                           r"\b[A-Z][a-z]+[A-Z]\w*\b")  # fmt: skip
@@ -240,7 +244,7 @@ def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool) -> None:
     if kind == "root_cause":
         # A cause is kept as a fact: a whole sentence, stated plainly, about the project.
         if (is_narration(text) or not (labelled or names_code(text)) or _GUESS.search(text) or fact_flaw(said)
-                or _OF_THE_MOMENT.search(text)):
+                or _OF_THE_MOMENT.search(text) or _REFERS_BACK.match(text)):
             return
         outcome.root_causes.append(text)
     elif kind == "next_step":
