@@ -313,10 +313,28 @@ def test_user_prompt_submit_adds_relevant_memories_and_is_quiet_otherwise(worker
     )  # fmt: skip
     worker.wait_idle()
     env = hook_env(worker.data_dir)
-    hit = run_hook("UserPromptSubmit", base_payload("UserPromptSubmit", "up1", cwd,
-                   prompt="when does the staging database password rotate?"), env)  # fmt: skip
+    hit = prompt_hook(worker.data_dir, env, base_payload("UserPromptSubmit", "up1", cwd,
+                      prompt="when does the staging database password rotate?"))  # fmt: skip
     assert hit.returncode == 0
+    assert hit.stdout, hooks_log(worker.data_dir)
     context = json.loads(hit.stdout)["hookSpecificOutput"]
     assert context["hookEventName"] == "UserPromptSubmit" and "vault-rotator" in context["additionalContext"]
-    miss = run_hook("UserPromptSubmit", base_payload("UserPromptSubmit", "up1", cwd, prompt="zxqv wibble"), env)
+    miss = prompt_hook(worker.data_dir, env, base_payload("UserPromptSubmit", "up1", cwd, prompt="zxqv wibble"))
     assert miss.returncode == 0 and miss.stdout == b""
+
+
+def hooks_log(data_dir: Path) -> str:
+    log = data_dir / paths.LOGS / paths.HOOKS_LOG
+    return log.read_text() if log.exists() else ""
+
+
+def prompt_hook(data_dir: Path, env: dict[str, str], payload: dict) -> subprocess.CompletedProcess:
+    """The UserPromptSubmit hook's run. Its calls to the worker have a budget of a second or two,
+    so that they never hold up the user's prompt; when one ran out on a loaded machine (hooks.log
+    says it timed out), the hook is run again, as the next prompt would."""
+    for _ in range(3):
+        before = len(hooks_log(data_dir))
+        run = run_hook("UserPromptSubmit", payload, env)
+        if run.stdout or "timed out" not in hooks_log(data_dir)[before:]:
+            return run
+    return run
