@@ -47,7 +47,8 @@ How a search runs:
 
 `score` is absolute where it can be, so thresholds mean the same across
 queries: the cosine similarity of the hit to the query when the vector search
-found it; for hits found only by their words (and in keyword mode) half their
+found it, or when the search embedded a keyword hit that has no stored vector
+(`_score_by_meaning`); for hits found only by their words (and in keyword mode) half their
 fused score relative to the best hit (at most 0.5); 0 for fallback hits. The
 order of hits is the fused ranking; a hit's score is capped at the score of the
 hit before it, so scores never rise down the list.
@@ -258,7 +259,7 @@ class SearchService:
         A tool call is stored without one (indexer.NOT_EMBEDDED): its words find it and rank it, and
         its cosine is its `similarity`, which thresholds and recall judge as any other hit's (a hit
         with none is never recalled). Put in the ranking too, short tool calls crowded out the
-        replies that answer (on brain's questions, search's top 10 answered 20 instead of 23).
+        replies that answer (on brain's questions, search's top 10 answered 20 instead of 22).
         Only the best few are embedded, so a search pays for a handful of short texts instead of an
         import for every tool call; and the first prompt after the worker starts gets its recall
         before the index is loaded.
