@@ -712,17 +712,19 @@ def summarize_session(
     return summary
 
 
-@functools.lru_cache(maxsize=4096)
 def says_what_is_wanted(asked: str) -> bool:
     """Whether a prompt's subject says what was wanted on its own: a slash command, or a few words
     (a few characters in a CJK script), not "continue", "yes please" or "继续"."""
     from memory_anchor.worker.store.cjk import written_in_cjk
 
-    if asked.startswith("/") or written_in_cjk(asked):
-        return len(asked) >= 6 or asked.startswith("/")
+    if asked.startswith("/"):
+        return True
+    if written_in_cjk(asked):
+        return len(asked) >= 6
     return len(asked.split()) >= 3 and len(asked) >= 12
 
 
+@functools.lru_cache(maxsize=4096)
 def _asked(prompt: str) -> str:
     """What a prompt asks, as a summary lists it; kept, as every Stop of a session reads all its prompts again."""
     from memory_anchor.worker.memory.user_words import subject
