@@ -238,7 +238,7 @@ def test_a_resumed_sessions_copy_of_the_conversation_is_not_imported_twice():
     """A real user's resumed session whose file opens with a copy of the conversation it resumes,
     under its own session id and new line ids: imported after the original, only its own turns
     become events, as its hooks reported them live."""
-    said_before: set[tuple[str, str, str]] = set()
+    said_before: set[bytes] = set()
     original = session_events(BRAIN_ORIGINAL, said_before=said_before)
     resumed = session_events(BRAIN_RESUMED, said_before=said_before)
     prompts = [e["prompt"] for e in of([e.payload for e in resumed], "UserPromptSubmit")]

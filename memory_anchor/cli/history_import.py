@@ -111,7 +111,7 @@ def import_history(client, sources: list[Path], *, claude: bool = False, wait_in
     started = time.monotonic()
     batch: list[dict[str, Any]] = []
     size = 0
-    said_before: set[tuple[str, str, str]] = set()  # prompts of the files read so far: a resumed session's copy of them is left out
+    said_before: set[bytes] = set()  # prompts of the files read so far: a resumed session's copy of them is left out
 
     def send() -> None:
         nonlocal batch, size

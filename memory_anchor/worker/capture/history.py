@@ -24,6 +24,7 @@ retries). Pure reading: nothing here talks to the worker.
 from __future__ import annotations
 
 import errno
+import hashlib
 import heapq
 import io
 import os
@@ -177,7 +178,7 @@ class SessionRefused(TranscriptError):
 
 
 def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None,
-                   said_before: set[tuple[str, str, str]] | None = None) -> list[HistoryEvent]:  # fmt: skip
+                   said_before: set[bytes] | None = None) -> list[HistoryEvent]:  # fmt: skip
     """The hook events of one session's transcript and its subagents' transcripts, in time order.
 
     `said_before` holds the prompts (`prompt_said`) of the transcripts read before this one, and
@@ -212,7 +213,7 @@ def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None,
     return [event for *_, event in merged] + main[-1:]  # SessionEnd stays last
 
 
-def continued_from(cwd: str | None, turns: list[Turn], said_before: set[tuple[str, str, str]]) -> int:
+def continued_from(cwd: str | None, turns: list[Turn], said_before: set[bytes]) -> int:
     """Where a transcript's own conversation starts: after the copy of another session it opens with.
 
     Some Claude Code versions start a resumed session's file with a copy of the conversation
@@ -229,9 +230,11 @@ def continued_from(cwd: str | None, turns: list[Turn], said_before: set[tuple[st
     return next((n for n in prompts if prompt_said(cwd, turns[n]) not in said_before), len(turns))
 
 
-def prompt_said(cwd: str | None, turn: Turn) -> tuple[str, str, str]:
-    """A prompt as the moment it was said: its directory, its time and its words."""
-    return cwd or "", turn.timestamp or "", turn.text
+def prompt_said(cwd: str | None, turn: Turn) -> bytes:
+    """A prompt as the moment it was said, its directory, its time and its words, as a digest: an
+    import keeps one for every prompt it reads, and a prompt may hold a pasted log."""
+    said = "\0".join((cwd or "", turn.timestamp or "", turn.text))
+    return hashlib.blake2b(said.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _keyed(events: list[HistoryEvent], source: int) -> list[tuple[float, int, int, HistoryEvent]]:
