@@ -53,7 +53,8 @@ def test_fragments_placeholders_and_taglines_are_no_facts(text, why):
 @pytest.mark.parametrize("text", [
     "add a regression test", "Update `docs/setup.md` with the new flag", "create missing.txt",
     "Wait for the nightly import to finish (watch `make status`)", "The schema still needs to be migrated",
-    "给 Redis 加上监控",
+    "给 Redis 加上监控", "补充退款流程的单元测试", "下一步：在预发环境压测缓存命中率", "首页加载还需要优化",
+    "明天上线新的结算页", "Review 一下支付模块的 PR",
 ])  # fmt: skip
 def test_work_left_to_do_is_a_step(text):
     assert step_flaw(text) is None
@@ -63,6 +64,8 @@ def test_work_left_to_do_is_a_step(text):
     "Phase 2", "Milestone 3 (Reporting)", "Sprint 4: Billing", "## 📋 Remaining Work", "Still need to decide:",
     "Billing page: not yet started", "Rewrote the parser, tests not yet updated",
     "Want me to continue with the export, or stop here?", "| Exporter | 🔲 Not yet built |",
+    # What Claude needs to know, and what it offers, are no work: "下一步：要更精准定位，需要了解：" then these.
+    "产能和交货期", "现有认证（Oeko-Tex、CE等）", "后续可提供：完整17页版作为详细资料",
 ])  # fmt: skip
 def test_names_statuses_headings_and_reports_are_no_steps(text):
     assert step_flaw(text) is not None
@@ -96,6 +99,21 @@ Everything else is documentation.
     assert outcome.next_steps == ["Update `api/CLAUDE.md` with a limitations section",
                                   "Extract the hard-coded host from the client"]  # fmt: skip
     assert outcome.root_causes == []
+
+
+def test_a_step_that_heads_its_own_how_to_is_one_step_and_a_label_of_a_group_is_none():
+    message = """All modules upgraded.
+
+## Next Steps:
+1. **Test the Main Process feature**:
+   - Go to Employees → Departments
+   - Open a department → Main Processes tab
+2. **Backend**:
+   - add the migration for orders
+   - write tests for the refund path
+"""
+    assert session_outcome(message).next_steps == [
+        "Test the Main Process feature", "add the migration for orders", "write tests for the refund path"]
 
 
 def test_reasons_for_a_recommendation_and_guesses_are_no_root_causes():

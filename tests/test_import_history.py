@@ -286,6 +286,21 @@ def test_what_was_forgotten_stays_forgotten_when_the_history_is_imported_again(w
     assert shown() == []  # ...and what was forgotten did not come back
 
 
+def test_a_file_that_only_copies_a_session_read_before_is_no_session_of_its_own(worker, tmp_path):
+    """A resumed session's file may hold nothing but its copy of the conversation it resumes (left before
+    a new prompt): imported with the original, it adds no session and files none under "(no project)"."""
+    folder = history(tmp_path, "2.1.197")
+    [copy] = as_another_session(folder, tmp_path).glob("*.jsonl")
+    shutil.copy(copy, folder / copy.name)
+    done = cli(worker, "--json", "import-history", str(folder), "--wait")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["sessions"] == 1 and report["no_conversation"] == 1
+    assert "(no project)" not in report["projects"] and sum(report["projects"].values()) == 1
+    shown = cli(worker, "import-history", str(folder))
+    assert "held no conversation of their own" in shown.stdout + shown.stderr
+
+
 HEDGED_RULE = "Make sure to keep the notes in notes.txt, one per line."
 RESUMED = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"  # as_another_session's id
 

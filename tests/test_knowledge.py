@@ -85,6 +85,18 @@ def test_a_cause_that_explains_what_came_before_it_is_no_fact():
     assert kept.root_causes == ["Login fails on staging because `SESSION_SECRET` is unset there"]
 
 
+@pytest.mark.parametrize("message", [
+    # Advice to people at large, a condition, a guess and a request to the user are no findings about the project
+    # (the Chinese ones from a real shop owner's sessions, unchanged).
+    "很多人用 Obsidian 失败是因为太想一开始就建好完美的分类体系，结果花在整理上的时间比记笔记还多。",
+    "Many teams give up on `pre-commit` because the hooks run on every file.",
+    "根本原因：如果要进一步分析关键词层面，需要你从后台导一份关键词报告。",
+    "根本原因：可能是 `nginx.conf` 的缓存配置。",
+])  # fmt: skip
+def test_advice_conditions_and_guesses_are_no_root_causes(message):
+    assert session_outcome(message).root_causes == []
+
+
 def test_a_line_that_starts_with_a_label_ends_at_the_next_label():
     # Claude's last message in the transcript the real CLI wrote (tests/fixtures/transcripts/2.1.197)
     outcome = session_outcome("Root cause: missing.txt was never created. Next step: create missing.txt.")

@@ -76,6 +76,9 @@ def import_history(args: argparse.Namespace) -> int:
         text.append("filed under " + ", ".join(f"{where} ({n} sessions)" for where, n in report.projects.items()))
     if report.skipped_sessions:
         text.append(f"left out {len(report.skipped_sessions)} sessions the hooks captured live")
+    if report.no_conversation:
+        text.append(f"{report.no_conversation} files held no conversation of their own "
+                    "(a resumed session's copy of one imported, or a session left at once)")
     if report.refused:
         text.append(f"refused {len(report.refused)} events: " + "; ".join(report.refused[:3]))
     if report.left_to_embed:

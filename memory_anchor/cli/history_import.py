@@ -37,6 +37,9 @@ class ImportReport:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (file, why its session was not imported)
     projects: dict[str, int] = field(default_factory=dict)  # sessions imported, by the project they were filed under
     other_projects: list[tuple[str, str]] = field(default_factory=list)  # (file, its project): left out
+    # Files with no conversation of their own: a resumed session's copy of an earlier one, or a session
+    # opened and left at once. No session is counted or filed for them.
+    no_conversation: int = 0
     refused: list[str] = field(default_factory=list)
     sent_seconds: float = 0.0
     processed_seconds: float = 0.0
@@ -128,6 +131,9 @@ def import_history(client, sources: list[Path], *, claude: bool = False, wait_in
             continue
         finally:
             report.failed += [(str(p), why) for p, why in skipped]
+        if not events:
+            report.no_conversation += 1
+            continue
         cwd = next((e.payload.get("cwd") for e in events if e.payload.get("cwd")), None)
         if project is not None and not in_project(cwd, project):
             report.other_projects.append((str(path), project_for_cwd(cwd) or cwd))

@@ -195,9 +195,10 @@ def session_events(path: Path, skipped: list[tuple[Path, str]] | None = None,
     if session.cwd is not None and not is_clean_path(session.cwd):
         raise SessionRefused(f"its cwd {session.cwd[:200]!r} is not an absolute, normalised path")
     if said_before is not None:
-        said = {prompt_said(session.cwd, turn) for turn in turns if turn.is_prompt}
-        session = _Session(path, turns[continued_from(session.cwd, turns, said_before) :])
-        said_before |= said
+        start = continued_from(session.cwd, turns, said_before)
+        said_before |= {prompt_said(session.cwd, turn) for turn in turns if turn.is_prompt}
+        if start:
+            session = _Session(path, turns[start:])
     main = list(session.events())
     agents = []
     for agent_path in subagent_files(path, skipped):

@@ -22,8 +22,12 @@ is checked, by structure rather than by phrase:
   ("Phase 2"), a status ("User profile: not yet created") or a report of what was
   done ("Clarified the configuration system") is none.
 
-Text in Chinese, Japanese or Korean is held to the first test only: its grammar
-is not read here. Pure functions.
+Japanese and Korean text is held to the first test only: its grammar is not read
+here. A Chinese step must also open on work, as its English twin must: a verb of
+work ("补充单元测试"), a word that leads into one ("给 Redis 加上监控", "在预发环境压测
+…", "还要…"), or say that something is still to do ("迁移还没做"). A list of what
+Claude needs to know ("产能和交货期", "现有认证") or an offer ("后续可提供：…") is none.
+Pure functions.
 """
 
 from __future__ import annotations
@@ -79,7 +83,21 @@ _WORK_VERBS = frozenset("""add adjust adopt align allow analyse analyze apply ar
 _NO_WORK = frozenset("""wrote rewrote made built rebuilt ran took gave found kept left got did saw began sent spent chose
     brought thought caught held led won hid broke forgot told understood went came became knew grew threw drove
     keep leave ignore skip enjoy""".split())  # fmt: skip
-_CJK_SPEAKER = re.compile(r"我(?!们|們)|私[はがも]")
+# How a Chinese step opens: a verb of work, or a word that leads into one (a preposition before its
+# object, "first", "then", "still must"). General Chinese, not one project's words.
+_ZH_WORK_START = re.compile(
+    r"^(添加|增加|加上|加入|补充|补上|补齐|补全|编写|撰写|修改|改成|改为|更新|修复|修正|解决|处理|删除|去掉|移除|清理|"
+    r"创建|新建|建立|搭建|实现|完成|完善|优化|重构|调整|替换|合并|拆分|迁移|同步|部署|上线|发布|提交|测试|验证|检查|确认|"
+    r"排查|跟进|推进|接入|对接|联调|集成|配置|设置|安装|升级|整理|准备|制作|制定|设计|规划|研究|分析|评估|对比|收集|导出|"
+    r"导入|上传|下载|备份|恢复|启用|禁用|开启|关闭|申请|联系|沟通|通知|发送|生成|训练|翻译|打包|监控|记录|统计|梳理|审核|"
+    r"审查|落实|执行|运行|重跑|重试|引入|封装|抽取|提取|标注|归档|压测|回滚|还原|观察|等待|跟踪|追踪|拍摄|剪辑|上架|下架|"
+    r"[写加改删修测跑补换装建做查找发推配调迁拆录拍填选把给在将对为让去]|先|再|继续|需要|还要|还需|请|尽快)"
+)
+# Words a Chinese step may open on before its work: its label or when it comes ("下一步：", "然后").
+_ZH_STEP_LEAD = re.compile(r"^(下一步|接下来|然后|之后|后续|待办|最后|今天|明天|本周|下周|稍后|next steps?)\s*(是|要)?\s*[：:，,]?\s*", re.I)
+_ZH_STILL_TO_DO = re.compile(r"还需要?|尚未|还没|待(?:做|办|完成|补|定|确认|实现|处理)|未完成|遗留")
+_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
+_CJK_SPEAKER = re.compile(r"我(?!们|們)|私[はがも]|[你您](?!的|们|們)")  # "your X" (你的) may still be the project's
 _QUOTE = re.compile(r"[\"“「『][^\"”」』]*[\"”」』]")  # what the speaker quotes is not the speaker
 # A sentence that opens on its speaker ("I've created…", "Let me…") reports what they did or will do;
 # one that opens on the person spoken to ("You've double-applied the changes") is about them.
@@ -153,7 +171,7 @@ def fact_flaw(text: str) -> str | None:
     if why is not None:
         return why
     if has_cjk(text):
-        # Its grammar is not read, but "I" is a word: 我 (not 我们, "we"), 私は / 私が.
+        # Its grammar is not read, but "I" and "you" are words: 我 (not 我们, "we"), 私は / 私が, 你 / 您.
         return "about the people talking (I), not a fact about the project" if _CJK_SPEAKER.search(_QUOTE.sub("", text)) else None
     if len([w for w in words(text) if w.isalpha()]) < 3:
         return "too short to state anything"
@@ -180,7 +198,11 @@ def step_flaw(text: str) -> str | None:
     if why is not None:
         return why
     if has_cjk(text):
-        return None
+        return _chinese_step_flaw(text) if not _KANA_HANGUL.search(text) else None
+    return _english_step_flaw(text)
+
+
+def _english_step_flaw(text: str) -> str | None:
     said = [w for w in words(text) if w[0].isalnum()]
     if not said:
         return "no words"
@@ -194,3 +216,15 @@ def step_flaw(text: str) -> str | None:
     if _STILL_TO_DO.search(_CODE_SPAN.sub("CODE", text)) and has_finite_verb(text):
         return None
     return "neither an imperative nor a sentence saying what is still to do"
+
+
+def _chinese_step_flaw(text: str) -> str | None:
+    flat = re.sub(r"^\s*(?:[-*•]|\d+[.)、])\s*", "", " ".join(text.replace("**", "").split()))
+    if _ZH_STILL_TO_DO.search(flat):
+        return None
+    rest = flat
+    while (lead := _ZH_STEP_LEAD.match(rest)) and lead.end():
+        rest = rest[lead.end():]
+    if _ZH_WORK_START.match(rest.lstrip("`")) or re.match(r"[A-Za-z]", rest) and _english_step_flaw(rest) is None:
+        return None
+    return "neither work to do nor a sentence saying what is still to do"

@@ -81,7 +81,11 @@ _PLAN = _any(
 )
 # A guess or a condition is no root cause: "if that works, the issue is in X", "it might be the cache".
 _GUESS = _any(r"^(if|unless|maybe|perhaps|probably|possibly|hopefully)\b",
-              r"\b(might|may be|could be|probably|likely|possibly|seems?|appears? to|i think|i suspect|i guess)\b")
+              r"\b(might|may be|could be|probably|likely|possibly|seems?|appears? to|i think|i suspect|i guess)\b",
+              r"^(如果|假如|要是|若是|万一)|可能|也许|或许|大概|似乎|好像|估计")
+# A cause of people at large ("Many people give up on X because…"): advice, not a finding about the project.
+_OF_PEOPLE_AT_LARGE = _any(r"^(many|most|a lot of|lots of) (people|users|developers|teams)\b",
+                           r"^(很多人|许多人|大多数人|不少人|大部分人)")
 # A cause of the moment, not of the project: why tests written first fail until the code catches up
 # ("These tests will currently fail because the implementation returns null"), true only then.
 _OF_THE_MOMENT = _any(r"\b(currently|right now|at the moment|for now)\b.{0,40}\b(fail|failing|break|broken)\b",
@@ -109,6 +113,7 @@ def session_outcome(message: str) -> Outcome:
     after_heading = False
     in_section = False  # under a markdown heading of a kind: it lasts until the next heading or rule
     in_fence = False
+    how_to_depth: int | None = None  # the indent of a step whose sub-items say how to do it
     for raw in (message or "").splitlines():
         line = raw.strip()
         if _FENCE.match(line):
@@ -123,6 +128,10 @@ def session_outcome(message: str) -> Outcome:
             in_section, after_heading = heading_kind is not None, heading_kind is not None
             continue
         is_bullet = bool(BULLET.match(raw))
+        depth = len(raw) - len(raw.lstrip())
+        if how_to_depth is not None and is_bullet and depth > how_to_depth:
+            continue  # "2. Test the feature:" then "- Go to Employees → Departments": one step, not four
+        how_to_depth = None
         heading = HEADING.match(line.replace("**", ""))
         kind = _heading_kind(heading.group(1)) if heading and not is_bullet else None
         if in_section and heading and not is_bullet and kind is None and not heading.group(2).strip():
@@ -145,6 +154,12 @@ def session_outcome(message: str) -> Outcome:
         # In a markdown section the list is the section's; a paragraph after it speaks for itself.
         line_kind = None if in_section and not is_bullet and not after_heading else heading_kind
         after_heading = False
+        if is_bullet and line_kind == "next_step" and line.rstrip("*_ ").endswith((":", "：")):
+            step = BULLET.sub("", line).replace("**", "").rstrip(" :：")
+            if step_flaw(step) is None:  # an imperative that heads its own how-to, not a label of a group
+                _add(outcome, "next_step", step, labelled=True)
+                how_to_depth = depth
+                continue
         for sentence in sentences(line):
             labelled = HEADING.match(sentence)
             label_kind = _heading_kind(labelled.group(1)) if labelled and labelled.group(2).strip() else None
@@ -244,7 +259,7 @@ def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool) -> None:
     if kind == "root_cause":
         # A cause is kept as a fact: a whole sentence, stated plainly, about the project.
         if (is_narration(text) or not (labelled or names_code(text)) or _GUESS.search(text) or fact_flaw(said)
-                or _OF_THE_MOMENT.search(text) or _REFERS_BACK.match(text)):
+                or _OF_THE_MOMENT.search(text) or _REFERS_BACK.match(text) or _OF_PEOPLE_AT_LARGE.search(text)):
             return
         outcome.root_causes.append(text)
     elif kind == "next_step":
