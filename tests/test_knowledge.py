@@ -220,6 +220,19 @@ def test_a_full_project_stays_within_3000_tokens_and_10000_characters(model):
     assert len(activity) == 3 and all("×40" in line for line in activity)
 
 
+def test_recent_activity_goes_by_when_it_happened_not_by_when_it_was_stored(model):
+    """An imported session's file may hold days of work and be filed after sessions that ended
+    before it: what happened last is listed first all the same."""
+    from memory_anchor.worker.store.records import Records
+
+    with model.db.transaction() as conn:
+        for title, at in [("Deployed the shop to staging", 1_700_090_000), ("Tried the npm mirror", 1_700_000_000)]:
+            Records.put(conn, "observation", title, branch="main", actor="t", reason="t", project="/p", type="change",
+                        title=title, happened_at=at)  # fmt: skip
+    activity = _briefing(model).text.split("## Recent activity", 1)[1]
+    assert activity.index("Deployed the shop to staging") < activity.index("Tried the npm mirror")
+
+
 def test_a_change_of_mind_supersedes_the_rule_locally(model):
     from memory_anchor.worker.memory.extraction import Material
 

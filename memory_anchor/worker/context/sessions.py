@@ -123,6 +123,9 @@ def activity_section(request: ContextRequest, conn, view) -> Section | None:
     page = Records.latest(conn, view, filters={"kind": "observation", "project": request.project}, limit=ACTIVITY_SCAN)
     if not page:
         return None
+    # Newest written is not always newest done: an imported session's file may hold days of work,
+    # filed after sessions that ended before it. The lines go by when each thing happened.
+    page = sorted(page, key=lambda record: record.get("happened_at") or 0, reverse=True)
     groups: dict[str, dict[str, Any]] = {}
     for record in page:  # newest first
         text = clip(activity_text(record), 230)
