@@ -29,7 +29,20 @@ def test_explanations_are_kept_and_narration_is_not() -> None:
         FAILED + "\n\n```python\nwatcher = Poller(interval=2)\n```",
     ]
     kept = passages(said)
-    assert kept == [REASON, FAILED]
+    assert kept == [REASON, FAILED + "\n`watcher = Poller(interval=2)`"]
+
+
+def test_a_short_code_block_stays_with_what_introduced_it_and_a_file_does_not() -> None:
+    """How-to answers are mostly a command: "use --file" says nothing without it. A file Claude
+    prints whole is the file's (its tool call keeps it), not a reply worth a passage."""
+    howto = ("For a plain Nix file, not a flake, use `--file`:\n\n```bash\n# evaluate the file\n"
+             "nix eval --file lib/hosts/default.nix\n```")  # fmt: skip
+    [kept] = passages([howto])
+    assert kept == ("For a plain Nix file, not a flake, use `--file`:\n`# evaluate the file`\n"
+                    "`nix eval --file lib/hosts/default.nix`")  # fmt: skip
+    module = "\n".join(f"  option{n} = true;" for n in range(30))
+    printed = f"Here is the whole module as it stands now, after the rename we did together:\n\n```nix\n{{\n{module}\n}}\n```"
+    assert passages([printed]) == []
 
 
 def test_a_long_turn_keeps_a_few_of_its_most_informative_passages_in_order() -> None:
@@ -94,6 +107,25 @@ def test_a_live_stop_remembers_the_turns_replies_redacted_and_searchable(worker,
     worker.wait_idle()
     stored = worker.get(f"/api/v1/timeline?project={quote(str(tmp_path))}&limit=100")["results"]
     assert len([r for r in stored if r["kind"] == "transcript"]) == 1
+
+
+def test_a_command_claude_showed_is_found_by_the_question_and_its_secret_is_not_stored(worker, tmp_path: Path) -> None:
+    secret = "sk-ant-api03-" + "C" * 40
+    transcript = tmp_path / "howto.jsonl"
+    said = ("To run the importer against the staging copy, set the key in the shell first and point it at "
+            f"the snapshot:\n\n```bash\nexport ANTHROPIC_API_KEY={secret}\n./bin/import --source snapshots/staging.db\n```")  # fmt: skip
+    lines = [_entry("user", "how do I run the importer on staging?", 1), _entry("assistant", said, 2)]
+    transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    base = {"session_id": "howto-1", "cwd": str(tmp_path), "transcript_path": str(transcript)}
+    worker.post("/api/v1/events", {**base, "hook_event_name": "UserPromptSubmit",
+                                   "prompt": "how do I run the importer on staging?"}, expect=202)  # fmt: skip
+    worker.post("/api/v1/events", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                                   "last_assistant_message": said}, expect=202)  # fmt: skip
+    worker.wait_idle()
+    found = worker.post("/api/v1/memories/search", {"query": "command to import the staging snapshot", "top_k": 5,
+                                                    "filters": {"project": str(tmp_path), "kind": "transcript"}})["results"]  # fmt: skip
+    assert found and "./bin/import --source snapshots/staging.db" in found[0]["memory"]
+    assert secret not in json.dumps(found) and "REDACTED" in found[0]["memory"]
 
 
 def test_the_passages_of_one_turn_are_each_found_under_the_request_they_answer(worker, tmp_path: Path) -> None:

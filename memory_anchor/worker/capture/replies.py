@@ -6,6 +6,10 @@ Stop the turn's texts (the history importer hands them over; a live Stop's are r
 from its transcript) are cut into passages, and those that say something are kept:
 
 - a passage is a paragraph, or a few short ones together, at most PASSAGE_CHARS;
+- a short code block (commands, a line of config: at most SHORT_CODE_LINES lines) stays with
+  the paragraph that introduces it, each line as inline code: "Use `--file` for a plain Nix
+  file:" says nothing without `nix eval --file lib/x.nix`, and how-to answers are mostly that.
+  A longer block is a file's content or a diff, which the tool calls keep;
 - narration is dropped: a passage of fewer than MIN_WORDS words, a lead-in to a tool
   call (a short passage that ends with ":"), a bare list of tasks (every line a
   check box or a numbered step);
@@ -26,7 +30,9 @@ MAX_TEXT_CHARS = 20_000  # of one message: a longer one is a document Claude wro
 _LEAD_IN = 160  # a passage this short that ends with ":" introduces what follows (a tool call, a list)
 _WORD = re.compile(r"\w[\w'./-]*", re.UNICODE)
 _TASK_LINE = re.compile(r"^\s*(?:[-*]\s*\[[ xX]\]|\d+[.)]\s|[-*]\s*(?:✅|☐|☑|⬜|🔲))")
-_CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_CODE_FENCE = re.compile(r"```[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+SHORT_CODE_LINES = 8
+SHORT_CODE_CHARS = 400
 
 
 def passages(texts: list[str], *, limit: int = PER_TURN) -> list[str]:
@@ -34,7 +40,7 @@ def passages(texts: list[str], *, limit: int = PER_TURN) -> list[str]:
     found: list[tuple[int, int, str]] = []  # (distinct words, position, passage)
     seen: set[str] = set()
     for text in texts:
-        for passage in _split(_CODE_FENCE.sub(" ", (text or "")[:MAX_TEXT_CHARS])):
+        for passage in _split(_CODE_FENCE.sub(_short_code, (text or "")[:MAX_TEXT_CHARS])):
             key = " ".join(passage.lower().split())
             if key in seen or not _says_something(passage):
                 continue
@@ -43,6 +49,14 @@ def passages(texts: list[str], *, limit: int = PER_TURN) -> list[str]:
             found.append((len(words), len(found), passage))
     best = sorted(found, key=lambda f: (-f[0], f[1]))[:limit]
     return [passage for _, _, passage in sorted(best, key=lambda f: f[1])]
+
+
+def _short_code(block: re.Match[str]) -> str:
+    """A short code block as lines of inline code, right under what introduced it; a long one, nothing."""
+    lines = [line.strip() for line in block.group(1).splitlines() if line.strip()]
+    if not lines or len(lines) > SHORT_CODE_LINES or sum(len(line) for line in lines) > SHORT_CODE_CHARS:
+        return " "
+    return "\n" + "\n".join(line if "`" in line else f"`{line}`" for line in lines) + "\n"
 
 
 def _split(text: str) -> list[str]:
