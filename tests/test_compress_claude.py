@@ -97,6 +97,17 @@ def test_a_file_claude_says_changed_is_kept_only_where_the_tool_use_names_it(fak
     assert [d.files_modified for d in drafts] == [[], [], ["src/a.js"]]
 
 
+def test_an_edit_the_user_refused_is_no_change_whatever_claude_reads_into_it(fake_anthropic, db) -> None:
+    fake_anthropic.responder = lambda request: json_reply({"observations": [
+        {"index": i, "type": "feature", "title": "Added the mkSystem helper", "summary": "s",
+         "files_modified": ["/repo/lib/mkSystem.nix"]} for i in indexes_in(request)]})  # fmt: skip
+    refused = {"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Write", "tool_use_id": "toolu_w",
+               "tool_input": {"file_path": "/repo/lib/mkSystem.nix", "content": "{ inputs }:\n{}\n"},
+               "tool_response": "Error: The user doesn't want to proceed with this tool use. The tool use was rejected."}  # fmt: skip
+    [draft] = distiller(db).observations([refused]).drafts
+    assert draft.distilled_by == "claude" and draft.files_modified == [] and draft.outcome == "error"
+
+
 def test_batches_follow_llm_batch_size(fake_anthropic, db) -> None:
     fake_anthropic.responder = lambda request: json_reply(claude_observations(request))
     result = distiller(db, llm_batch_size=2).observations([bash(i) for i in range(5)])

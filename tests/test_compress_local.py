@@ -152,6 +152,26 @@ def test_multiedit_and_write() -> None:
     assert created.type == "feature" and created.title == "Created /r/new.py" and "3 lines" in created.summary
 
 
+REFUSED = ("Error: The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
+           "file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell "
+           "you how to proceed.")  # fmt: skip  (what Claude Code records for an edit the user refused)
+
+
+def test_an_edit_the_user_refused_or_that_failed_changed_nothing() -> None:
+    refused = local.compress_tool_use(payload("Write", {"file_path": "/r/lib/mkSystem.nix", "content": "{ inputs }:\n{}\n"}, REFUSED))
+    assert (refused.title, refused.type, refused.outcome) == ("Did not change /r/lib/mkSystem.nix", "discovery", "error")
+    assert refused.summary.endswith("the user refused the change") and refused.files_modified == []
+    missed = local.compress_tool_use(payload("Edit", {"file_path": "/r/a.py", "old_string": "x = 1", "new_string": "x = 2"},
+                                             "<tool_use_error>String to replace not found in file.</tool_use_error>"))  # fmt: skip
+    assert missed.title == "Did not change /r/a.py" and missed.files_modified == [] and not missed.facts
+    assert "String to replace not found" in missed.summary
+    made = local.compress_tool_use(payload("Edit", {"file_path": "/r/b.py", "old_string": "y = 1", "new_string": "y = 2"},
+                                           {"filePath": "/r/b.py"}))  # fmt: skip
+    # The session's line names the file it changed, not the one it was refused.
+    summary = local.summarize_session(["tidy the helpers"], [refused, missed, made], "Done.")
+    assert summary.files_changed == ["/r/b.py"]
+
+
 def test_search_tools() -> None:
     grep = local.compress_tool_use(
         payload("Grep", {"pattern": "apply_coupon", "path": "/repo/app"},

@@ -23,7 +23,7 @@ from memory_anchor.schemas.observations import (
 )
 from memory_anchor.core.projects import relative
 from memory_anchor.core.redact import sanitize
-from memory_anchor.worker.pipeline.compress.local import text_of
+from memory_anchor.worker.pipeline.compress.local import FILE_CHANGERS, text_of
 from memory_anchor.worker.pipeline.compress.shell_files import only_shows
 from memory_anchor.worker.memory.outcomes import is_narration, is_plan
 
@@ -147,6 +147,12 @@ def said_changed(paths: list[str], payload: Any) -> list[str]:
     return [p for p in paths if p in said or relative(p, cwd) in said]
 
 
+def change_not_made(base: ObservationDraft, payload: Any) -> bool:
+    """Is this the observation of an edit that did not happen (local.py `_change_not_made`)?"""
+    tool = payload.get("tool_name") if isinstance(payload, dict) else None
+    return tool in FILE_CHANGERS and base.outcome == "error" and not base.files_modified
+
+
 def _merge_one(item: dict[str, Any] | None, base: ObservationDraft, payload: Any = None) -> ObservationDraft:
     if not item:
         return base
@@ -175,9 +181,11 @@ def _merge_one(item: dict[str, Any] | None, base: ObservationDraft, payload: Any
             "files_read": list(dict.fromkeys(base.files_read + _texts(item.get("files_read"), MAX_FILES, 300)))[
                 :MAX_FILES
             ],
+            # An edit the user refused or that failed changed nothing, whatever Claude reads into it.
             "files_modified": list(
-                dict.fromkeys(base.files_modified + said_changed(_texts(item.get("files_modified"), MAX_FILES, 300), payload))
-            )[:MAX_FILES],
+                dict.fromkeys(base.files_modified + ([] if change_not_made(base, payload) else
+                                                     said_changed(_texts(item.get("files_modified"), MAX_FILES, 300), payload)))
+            )[:MAX_FILES],  # fmt: skip
             "distilled_by": "claude",
         }
     )

@@ -573,12 +573,28 @@ def build_observation(payload: Any) -> ObservationDraft:
         fields = _mcp(tool_name, tool_input, response)
     else:
         fields = _generic(tool_name, tool_input, response)
+    if fields.get("files_modified") and tool_name in FILE_CHANGERS and _response_error(response):
+        fields = _change_not_made(fields, response)
     if "outcome" not in fields:
         fields["outcome"] = "error" if _response_error(response) else "ok"
     if fields["outcome"] == "error" and fields["type"] in ("event", "note"):
         fields["type"] = "discovery"
     tool_use_id = _str(data.get("tool_use_id")) or None
     return _draft(fields, tool_name=tool_name, tool_use_id=tool_use_id)
+
+
+FILE_CHANGERS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+_REFUSED = re.compile(r"(?i)doesn'?t want to proceed|tool use was rejected|permission (?:was )?denied")
+
+
+def _change_not_made(fields: Fields, response: Any) -> Fields:
+    """An edit the user refused, or one that failed ("String to replace not found"), changed nothing:
+    memory must not say the file was created or changed, nor list it among the session's changes."""
+    path = fields["files_modified"][0]
+    said = text_of(response)
+    why = "the user refused the change" if _REFUSED.search(said) else _first_line(re.sub(r"</?tool_use_error>", "", said), 120)
+    return {**fields, "type": "discovery", "outcome": "error", "title": f"Did not change {path}",
+            "summary": f"Did not change {path}: {why}", "files_modified": [], "facts": []}  # fmt: skip
 
 
 def _draft(fields: Fields, **extra: Any) -> ObservationDraft:
