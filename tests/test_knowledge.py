@@ -81,6 +81,11 @@ def test_a_cause_that_explains_what_came_before_it_is_no_fact():
     assert session_outcome("Login fails on staging. This is because `SESSION_SECRET` is unset there.").root_causes == []
     assert session_outcome("这是因为你的 CC Switch 配置了多个 AI 提供商（Claude、Codex、Gemini 等）。").root_causes == []
     assert session_outcome("That's due to `retry()` swallowing the timeout.").root_causes == []
+    # Its subject is what came before, or it is a reason without what it explains.
+    assert session_outcome("Root cause: Same root cause in `buildVariants` attributes.").root_causes == []
+    assert session_outcome("Root cause: Those are unrelated to this PR: they fail in `equinoxdb` without Postgres.").root_causes == []
+    assert session_outcome("Root cause: Because `UpdateContract` in storage only receives the outcome struct.").root_causes == []
+    assert session_outcome("根本原因：两者的相似之处是因为使用了相同的底层数据。").root_causes == []
     kept = session_outcome("Login fails on staging because `SESSION_SECRET` is unset there.")
     assert kept.root_causes == ["Login fails on staging because `SESSION_SECRET` is unset there"]
 

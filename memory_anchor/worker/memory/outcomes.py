@@ -90,10 +90,14 @@ _OF_PEOPLE_AT_LARGE = _any(r"^(many|most|a lot of|lots of) (people|users|develop
 # ("These tests will currently fail because the implementation returns null"), true only then.
 _OF_THE_MOMENT = _any(r"\b(currently|right now|at the moment|for now)\b.{0,40}\b(fail|failing|break|broken)\b",
                       r"\b(will|would) (currently )?fail\b|\b(are|is) (currently )?expected to fail\b")
-# A cause whose subject is what came before it ("This is because…", "这是因为…"): the fact would not
-# say what it explains.
+# A cause whose subject is what came before it ("This is because…", "Those are unrelated…", "Same root
+# cause in…", "这是因为…", "两者的相似之处…"), or a reason without what it explains ("Because X only
+# receives…"): alone, the fact would not say what it is about.
 _REFERS_BACK = re.compile(r"(?i)^(?:(?:this|that|it)(?: is|'s| was)? (?:because|due to|caused by)\b|"
-                          r"(?:这|那|这个|那个)(?:是|也是|都是)?(?:因为|由于))")  # fmt: skip
+                          r"(?:this|that|these|those|they|it) (?:is|are|was|were|works?|worked|fails?|failed|happens?|happened)\b|"
+                          r"(?:that|it)['’]s\b|"
+                          r"(?:same|such|because)\b|"
+                          r"(?:这|那|这个|那个)(?:是|也是|都是)?(?:因为|由于)|(?:两者|二者|同样|这些|那些))")  # fmt: skip
 # A thing in the code: `backticks`, a path with an extension, call(), a dotted.name, snake_case or CamelCase.
 _CODE_ANCHOR = re.compile(r"`[^`]+`|\b[\w./-]+\.[a-z]{1,5}\b|\b\w+\(\)|\b[a-z_]\w*\.[a-z_]\w+|\b[a-z]+_[a-z_]+\b|"
                           r"\b[A-Z][a-z]+[A-Z]\w*\b")  # fmt: skip
