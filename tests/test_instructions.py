@@ -346,6 +346,10 @@ def test_who_decides_is_a_rule_and_decision_making_no_decision():
     ("don't use that", False),
     ("don't add the test", False),
     ("don't revert anything", False),
+    # Of what Claude hands over: "any" makes it a kind, an intensifier or a leading "no" changes nothing.
+    ("no dont bloody give me any summaries, just the diff", True),
+    ("please don't send me any screenshots", True),
+    ("don't give me any plans for this", False),  # about the task at hand
 ])  # fmt: skip
 def test_a_prohibition_of_a_whole_kind_of_thing_is_said_once(prompt, found):
     assert said_once(prompt) == ([("rule", prompt)] if found else [])

@@ -27,6 +27,8 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    said in the first person ("I like the names X for Y", "I'm leaning towards
    X", "I still want to use X") are said once; what follows the user thinking
    aloud ("I'm trying to think … the big idea is …") is a design still in talk.
+   A prohibition of a whole kind of thing ("dont use hooks", "don't give me any
+   plans") is said once; intensifiers ("dont fkn …") are read past.
    What the user asks to be kept ("save in your memory …", "remember that …",
    "put this in CLAUDE.md: …") is said plainly, whatever its grammar.
    Chinese, Japanese and Korean keep their cue words (以后, 今後, 앞으로, …),
@@ -86,7 +88,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 
 
 # Words before the instruction that change nothing: "btw", "also", "please", "oh and", "one more thing:".
-_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|but|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|"
+_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|but|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|no(?=\s+(?:don'?t|do not|never)\b)|"
                r"thanks?(?: you)?|important|remember this|rule|please|pls|just|yes|yeah|right|great|good|cool|"
                r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope|well|actually|honestly|"
                r"i think(?: that)?|i guess|i feel like|critically|crucially|importantly)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
@@ -106,8 +108,9 @@ _ALWAYS_NEVER = _re(r"^(?:always|never)\b(?!\s+mind\b)")
 _PROHIBITION = _re(r"^(?:(?:do not|don'?ts?|never ever|please don'?t|pls don'?t)\s+(?:ever\s+)?)([a-z]+)")
 # A prohibition of a whole kind of thing, the bare plural ("don't use hooks", "dont add emojis"): not of one
 # thing at hand ("don't use that", "don't add the test").
-_NO_KIND_OF = _re(r"^(?:do not|don'?ts?|please don'?t|pls don'?t)\s+(?:use|add|create|write|put|import|make|leave)\s+"
-                  r"(?:any\s+)?(?!this\b|these\b|those\b|that\b|them\b|it\b|the\b|a\b|an\b|my\b|your\b)[a-z_-]+s$")
+_NO_KIND_OF = _re(r"^(?:do not|don'?ts?|please don'?t|pls don'?t)\s+(?:(?:use|add|create|write|put|import|make|leave)\s+(?:any\s+)?|"
+                  r"(?:give|show|send|write)\s+(?:me|us)\s+any\s+)"
+                  r"(?!this\b|these\b|those\b|that\b|them\b|it\b|the\b|a\b|an\b|my\b|your\b)[a-z_-]+s(?=$|\s*,)")
 _STOP_DOING = _re(r"^(?:stop|quit|no more)\s+\w+ing\b|^no more\s+\w+")
 _MODAL_WE_YOU = _re(r"^(?:you|we)\s+(?:should|must|need to|have to|shall|are to|'ll|will)\s+(?:always|never|not ever)\b"
                     r"|^(?:you|we)\s+(?:always|never)\s+(?!seem|get|got|had|have been)\w+")  # fmt: skip
@@ -388,9 +391,13 @@ def _asks(sentence: str) -> bool:
     return core == opened or not (_looks_imperative(core) or _I_WANT.match(core) or _YOU_MUST.match(core))
 
 
+# Words that say how strongly, not what ("dont fkn give me any plans"): read past them.
+_INTENSIFIER = _re(r"\b(?:fucking|fuckin|fkn|fking|fcking|freaking|frickin|friggin|bloody|goddamn)\s+")
+
+
 def _english_form(text: str) -> tuple[str, float] | None:
     """(kind, confidence) when the sentence is said as a lasting instruction, else None."""
-    core = _LEAD_IN.sub("", text).strip()
+    core = _LEAD_IN.sub("", _INTENSIFIER.sub("", text)).strip()
     if len(core.split()) < 3 or _PICKS_AN_OPTION.search(core):
         return None
     if _CONDITION.match(core):  # "If you add a migration, always run …": the main clause decides
