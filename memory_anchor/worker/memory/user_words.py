@@ -104,7 +104,9 @@ _MARKDOWN_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
 _LOG_LINE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$<>]+\(.*\)|"
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d\d:\d\d(?::\d\d)?\]|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\b[:\] ]|"
-    r"[\w.]+(?:Error|Exception):|\$ |>>> |\.\.\. |[\w-]+@[\w-]+:.*\$|bash-\$|PS [A-Z]:\\|\(\w[\w ]*: [^)]*\)$)"
+    r"[\w.]+(?:Error|Exception):|\$ |>>> |\.\.\. |[\w-]+@[\w-]+:.*\$|bash-\$|PS [A-Z]:\\|\(\w[\w ]*: [^)]*\)$|"
+    # a compiler's or linter's diagnostic, "path/file.go:410:22: cannot use …", and a tool's own prefix, "go: downloading …"
+    r"[\w./\\-]+\.\w{1,6}:\d+(?::\d+)?:? |(?:go|npm|yarn|pnpm|cargo|pip|make|gradle|mvn|docker|git|fatal|error|warning)(?:\[\d+\])?: )"
 )
 # A response or a config pasted inline: { "code": 0, "msg": "" … (two keys: a title may quote one setting)
 _JSON_KEY = re.compile(r'[{,\[]\s*"[\w.-]+"\s*:.*?,\s*"[\w.-]+"\s*:')
@@ -174,11 +176,18 @@ def _split_pasted(block: str, *, opens: bool, closes: bool) -> list[Passage]:
     return out
 
 
+# A tool's tally line at the end of its output: "* typecheck: 1", "errors: 0".
+_TALLY = re.compile(r"^[*•-]?\s*[\w.-]+:\s*\S{0,12}$")
+
+
 def _prose(text: str) -> bool:
-    """The user's own lines beside a paste: short, worded, not introducing the paste (":") nor code."""
+    """The user's own lines beside a paste: short, worded, not introducing the paste (":") nor code,
+    nor the tool's last lines ("1 issues:", "* typecheck: 1")."""
     stripped = text.strip()
+    lines = [line.strip() for line in stripped.split("\n")]
     return (bool(stripped) and len(stripped) <= OWN_PARAGRAPH and len(stripped.split()) >= 3
-            and not stripped.endswith((":", "{", "(", ",")) and not _technical(stripped))  # fmt: skip
+            and not stripped.endswith((":", "{", "(", ",")) and not _technical(stripped)
+            and not any(line.endswith((":", "：")) or _TALLY.match(line) for line in lines))  # fmt: skip
 
 
 def _paragraphs(text: str) -> list[tuple[str, bool]]:
@@ -319,8 +328,24 @@ def subject(prompt: str, limit: int = 160) -> str:
             return clip(title, limit)
     if lead:
         return clip(lead, limit)
-    first = next((p.text for p in parts if p.text.strip()), "")
-    return clip(_title_of(first) or one_line(first), limit)
+    first = next((p for p in parts if p.text.strip()), None)
+    if first is None:
+        return ""
+    # A log pasted alone says what was wrong on its first error line, not on its first line ("go: downloading …").
+    error = _error_of(first.text) if first.why == "code or log" else ""
+    return clip(error or _title_of(first.text) or one_line(first.text), limit)
+
+
+_ERROR_CUE = re.compile(r"(?i)\b(?:\w*error|\w*exception|failed|fails|failure|cannot|can't|panic|undefined|not found|does not|missing)\b")
+_DIAGNOSTIC_AT = re.compile(r"^[\w./\\-]+\.\w{1,6}:\d+(?::\d+)?:?\s*")
+
+
+def _error_of(log: str) -> str:
+    """The first line of a log that says what went wrong, without the file:line:col it points at."""
+    for line in log.split("\n"):
+        if _ERROR_CUE.search(line):
+            return one_line(_DIAGNOSTIC_AT.sub("", line.strip()))
+    return ""
 
 
 def _title_of(material: str) -> str:
