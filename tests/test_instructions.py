@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.worker.memory.instructions import HEDGED, REPLY, standing_statements
+from memory_anchor.worker.memory.instructions import HEDGED, PLAIN, REPLY, standing_statements
 
 
 def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
@@ -353,6 +353,24 @@ def test_who_decides_is_a_rule_and_decision_making_no_decision():
 ])  # fmt: skip
 def test_a_prohibition_of_a_whole_kind_of_thing_is_said_once(prompt, found):
     assert said_once(prompt) == ([("rule", prompt)] if found else [])
+
+
+@pytest.mark.parametrize("prompt, found", [
+    # French keeps its cue words, accents or not: a memory request and "désormais" said plainly ...
+    ("modifie claude.md pour lancer les tests a chaque debut de session", ("rule", PLAIN)),
+    ("désormais on déploie avec le script de release", ("rule", PLAIN)),
+    ("ne fais jamais de force push sur main", ("rule", PLAIN)),
+    # ... an imperative with a lasting scope once, also after a comma ...
+    ("mets a jour le guide pour que la prochaine fois tu donnes les chemins complets", ("rule", HEDGED)),
+    ("le port est 8080, ajoute le au readme pour le retrouver la prochaine fois", ("rule", HEDGED)),
+    # ... and a question, a task, a one-off never.
+    ("pourquoi tu ne mets pas toujours les chemins complets ?", None),
+    ("corrige le test du panier et commit", None),
+    ("fais toujours le commit pour l'instant", None),
+])  # fmt: skip
+def test_french_instructions_keep_their_cue_words(prompt, found):
+    statements = [(s.kind, s.confidence) for s in standing_statements(prompt)]
+    assert statements == ([found] if found else [])
 
 
 def test_whatever_in_chinese_asks_nothing():
