@@ -39,7 +39,7 @@ from memory_anchor.worker.index.indexer import NOT_EMBEDDED, embedding_texts, ve
 from memory_anchor.worker.index.vectors import VectorItem, Vectors
 from memory_anchor.worker.store.branches import branch_births
 from memory_anchor.worker.store.db import current_role
-from memory_anchor.worker.store.records import MAIN, Records, new_rows
+from memory_anchor.worker.store.records import MAIN, Records, max_seq, new_rows
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class LogFollower:
 
     def pending_count(self) -> int:
         """Records behind this worker's index: not yet read from the log, or waiting for a vector."""
-        head = Records.head_seq(self.db.reader())
+        head = max_seq(self.db.reader())
         return max(head - self.last_seen, 0) + len(self._waiting)
 
     # --- following ----------------------------------------------------------------
@@ -103,7 +103,10 @@ class LogFollower:
         if self._me is None:
             self._me = current_role(conn)
         embedded = 0
-        head = Records.head_seq(conn)
+        # The highest seq this worker can see, not the sequence's counter: a seq drawn by a transaction
+        # still in flight is counted there, and reading past it would lose that record when it commits.
+        # Writes draw seqs in commit order (WRITE_ORDER_LOCK), so nothing below a visible seq is to come.
+        head = max_seq(conn)
         while True:
             rows = new_rows(conn, self.last_seen, NOT_EMBEDDED, PAGE)
             if not rows:
