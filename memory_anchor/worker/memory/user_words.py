@@ -101,12 +101,14 @@ _INTRODUCER = re.compile(
 )
 _SHOUTED_HEADING = re.compile(r"^\s*[A-Z][A-Z0-9 _/&-]{2,40}:\s*$")
 _MARKDOWN_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
+# Where a compiler's or linter's diagnostic points: "path/file.go:410:22:".
+_DIAGNOSTIC_PLACE = r"[\w./\\-]+\.\w{1,6}:\d+(?::\d+)?:?"
 _LOG_LINE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$<>]+\(.*\)|"
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d\d:\d\d(?::\d\d)?\]|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\b[:\] ]|"
     r"[\w.]+(?:Error|Exception):|\$ |>>> |\.\.\. |[\w-]+@[\w-]+:.*\$|bash-\$|PS [A-Z]:\\|\(\w[\w ]*: [^)]*\)$|"
     # a compiler's or linter's diagnostic, "path/file.go:410:22: cannot use …", and a tool's own prefix, "go: downloading …"
-    r"[\w./\\-]+\.\w{1,6}:\d+(?::\d+)?:? |(?:go|npm|yarn|pnpm|cargo|pip|make|gradle|mvn|docker|git|fatal|error|warning)(?:\[\d+\])?: )"
+    rf"{_DIAGNOSTIC_PLACE} |(?:go|npm|yarn|pnpm|cargo|pip|make|gradle|mvn|docker|git|fatal|error|warning)(?:\[\d+\])?: )"
 )
 # A response or a config pasted inline: { "code": 0, "msg": "" … (two keys: a title may quote one setting)
 _JSON_KEY = re.compile(r'[{,\[]\s*"[\w.-]+"\s*:.*?,\s*"[\w.-]+"\s*:')
@@ -337,7 +339,7 @@ def subject(prompt: str, limit: int = 160) -> str:
 
 
 _ERROR_CUE = re.compile(r"(?i)\b(?:\w*error|\w*exception|failed|fails|failure|cannot|can't|panic|undefined|not found|does not|missing)\b")
-_DIAGNOSTIC_AT = re.compile(r"^[\w./\\-]+\.\w{1,6}:\d+(?::\d+)?:?\s*")
+_DIAGNOSTIC_AT = re.compile(rf"^{_DIAGNOSTIC_PLACE}\s*")
 
 
 def _error_of(log: str) -> str:
