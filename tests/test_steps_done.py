@@ -167,6 +167,28 @@ def test_a_commit_naming_the_effect_closes_the_step_and_reverting_it_reopens_it(
     assert "add a retry to fetch_user in src/api/client.py" in open_steps()
 
 
+def test_a_step_done_on_a_branch_is_closed_there_and_open_again_back_on_main(worker, tmp_path):
+    """A commit closes a step only while it is on HEAD: the git watch may see HEAD on a feature
+    branch, but the branch is left unmerged, and main still has the work to do."""
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit("Start the shop", files={"src/api/client.py": "def fetch_user(id):\n    return get(id)\n",
+                                         "docs/setup.md": "# Setup\n", "src/cart.py": "total = 0\n"})  # fmt: skip
+    root = str(repo.root.resolve())
+    _session_leaving_steps(worker, root, "s-steps-4")
+    closed_steps = lambda: worker.get(f"/api/v1/next-steps?project={quote(root)}&status=closed")["results"]  # noqa: E731
+
+    repo.git("checkout", "-q", "-b", "retry")
+    did = repo.commit("Add retry to fetch_user", files={
+        "src/api/client.py": "def fetch_user(id, retries=3):\n    return get(id, retries=retries)\n"})  # fmt: skip
+    wait_for(closed_steps, timeout=30, what="the step closed on the branch")
+    assert closed_steps()[0]["closed_by_commit"]["commit"] == did
+
+    repo.git("checkout", "-q", "main")
+    wait_for(lambda: closed_steps() == [], timeout=30, what="the step open again on main")
+    open_steps = worker.get(f"/api/v1/context?project={quote(root)}")["context"].split("## Open next steps")[1]
+    assert "add a retry to fetch_user in src/api/client.py" in open_steps.split("##")[0]
+
+
 def test_outside_git_the_steps_stay_open_and_the_briefing_is_built(worker, tmp_path):
     plain = tmp_path / "not-a-repo"
     plain.mkdir()

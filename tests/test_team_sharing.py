@@ -60,8 +60,11 @@ def test_a_rule_alice_states_is_in_bobs_briefing_from_his_own_clone(tmp_path, tw
                         last_assistant_message=OUTCOME)  # fmt: skip
     assert run_hook("Stop", stop, env).returncode == 0
 
-    wait_for(lambda: "cache-reset" in briefing(bob, "bob-1", str(bob_clone)), timeout=60,
-             what="Alice's session outcome in Bob's briefing")  # fmt: skip
+    # The outcome's step and its root cause are written one after the other (the fact after its
+    # duplicate check), so Bob's briefing waits for both.
+    settled = ("cache-reset", "the cart cache was not cleared")
+    wait_for(lambda: all(part in briefing(bob, "bob-1", str(bob_clone)) for part in settled), timeout=60,
+             what="Alice's session outcome and its root cause in Bob's briefing")  # fmt: skip
     context = briefing(bob, "bob-2", str(bob_clone))
     assert "github.com/Acme/Shop" in context
     assert "--strict" in context  # her rule

@@ -74,6 +74,15 @@ def commits_since(repo: Repo | None, since: float, *, diff_paths: Iterable[str] 
     return commits
 
 
+def shas_on_head_since(repo: Repo | None, since: float, timeout: float = GIT_TIMEOUT) -> set[str] | None:
+    """The full shas of every commit reachable from HEAD committed after `since` (merged ones too),
+    or None when git cannot say: a caller must not take a commit for gone then."""
+    if repo is None:
+        return None
+    out = run_git(repo, ["rev-list", f"--since=@{int(since)}", "HEAD"], timeout)
+    return None if out is None else set(out.split())
+
+
 def _parse(chunk: str) -> CommitDetail | None:
     """One commit of `--name-status` output: its header, then `M\tpath` or `R100\told\tnew` lines."""
     parts = chunk.split("\x00", 4)

@@ -17,7 +17,8 @@ plain evidence (`does_step`):
   acts on (two objects, or a code name): the commit did the step even when its
   message names the effect ("Stop logins timing out on slow networks").
 The exact rules are `does_step`'s. A commit that closed a step and is reverted
-later (`git revert`) reopens it.
+later (`git revert`), or is no longer on HEAD (the watch saw HEAD on a branch
+that was left unmerged), reopens it.
 
 The closed step stays in `open_items` with `closed_by` "commit:<sha>" and the
 commit's subject as `closed_because` (`closed_by_commit` on the wire). Steps
@@ -33,7 +34,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from memory_anchor.worker.codebase.commits import CommitDetail, commits_since
+from memory_anchor.worker.codebase.commits import CommitDetail, commits_since, shas_on_head_since
 from memory_anchor.worker.codebase.freshness import repo_for
 from memory_anchor.worker.codebase.git import Repo, head
 from memory_anchor.worker.memory.cues import terms
@@ -214,12 +215,19 @@ class StepsDoneByCommits:
         return closed
 
     def undone(self, project: str, repo: Repo, limit: int = 200) -> list[dict[str, Any]]:
-        """The steps a commit closed that a later commit on HEAD reverted: open again (nothing written)."""
+        """The steps a commit closed that is no longer on HEAD (a branch left unmerged, history
+        reset), or that a later commit on HEAD reverted: open again (nothing written)."""
         items = [dict(r) for r in store_steps.closed_by_prefix(self.db.reader(), project, COMMIT_PREFIX, limit)]
         if not items:
             return []
-        reverted = [c.reverts for c in commits_since(repo, min(i["closed_at"] for i in items) - 1) if c.reverts]
-        return [i for i in items if any(r and i["closed_by"][len(COMMIT_PREFIX) :].startswith(r) for r in reverted)]
+        since = min(i["closed_at"] for i in items) - 1
+        on_head = shas_on_head_since(repo, since)
+        reverted = [c.reverts for c in commits_since(repo, since) if c.reverts]
+
+        def undone(sha: str) -> bool:
+            return (on_head is not None and sha not in on_head) or any(r and sha.startswith(r) for r in reverted)
+
+        return [i for i in items if undone(i["closed_by"][len(COMMIT_PREFIX) :])]
 
     def find(self, project: str, repo: Repo) -> list[dict[str, Any]]:
         """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed (nothing written)."""
