@@ -241,6 +241,8 @@ def test_text_the_user_brought_into_the_prompt_gives_no_instruction(prompt):
      "i liked how you deploy with the compose file"),
     ("remember that the staging db is read only", "rule", "the staging db is read only"),
     ("add this to CLAUDE.md: tests run with pytest -n 2", "rule", "tests run with pytest -n 2"),
+    # a request put as a question, when it says what to keep
+    ("can you save in your memory that we deploy with docker compose?", "decision", "we deploy with docker compose"),
     ("好的，你把部署步骤写进 CLAUDE.md 里，需要时再看", "rule", "好的，你把部署步骤写进 CLAUDE.md 里，需要时再看"),
 ])  # fmt: skip
 def test_what_the_user_asks_to_keep_in_memory_is_briefed_in_their_words(prompt, kind, text):
@@ -254,7 +256,8 @@ def test_a_list_the_user_asks_to_put_in_claude_md_is_one_rule_an_item():
 
 
 @pytest.mark.parametrize("prompt", [
-    "can you save in your memory where the docker folder is?",  # a question: nothing kept yet
+    "can you save in your memory where the docker folder is?",  # names what to keep, for Claude to fill in
+    "why did you save that in your memory?",
     "add memory search to the worker",
     "use a generator here to save memory",
     "this will save memory and time on big files",
@@ -276,6 +279,10 @@ def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
      "rule"),
     ("I think I want to leave render_totals mostly as is initially and later make it handle only the deltas", "decision"),
     ("I like the loop change. PlainDate is mutable so only call addDays on a copied variable.", "rule"),
+    # a requirement on a named thing, and what the user wants of one
+    ("out of stock should be a filter option, off by default", "decision"),
+    ("I feel as though the `lib/hosts` directory should only hold machine-level definitions", "decision"),
+    ("I need the dev container to reflect my whole local setup", "decision"),
 ])  # fmt: skip
 def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     assert [k for k, _ in said_once(prompt)] == [kind]
@@ -290,6 +297,12 @@ def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     "Please ensure it's running on port 8081",
     "only change the tests in this file",
     "I want to leave it as is",
+    # what the user expects to see, or guesses, of a thing
+    "the tests should pass now",
+    "the login page should load fine after the restart",
+    "maybe phones should actually be an array",
+    "in the last columns should be the totals",
+    "I need the tests to pass before lunch",
 ])  # fmt: skip
 def test_reactions_and_requests_of_the_moment_are_not(prompt):
     assert standing_statements(prompt) == []

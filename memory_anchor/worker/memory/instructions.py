@@ -244,20 +244,34 @@ _KEEP_IT = _re(rf"\b(?:save|store|put|keep|add|write|note|record)\b(?:\s+(?:it|t
 _KEEP_IT_CJK = re.compile(rf"(?i)记住|记下来|(?:更新|写|加|添加|输入|保存|存|记)[^，,。；]{{0,4}}?{_MEMORY}|(?:记忆|{_MEMORY})(?:文件)?(?:中|里)?(?:输入|写入|写|加入|添加|加上)")
 
 
+# A request put as a question: "can you save in your memory that …?" asks for it as plainly as "save …".
+_POLITE_ASK = _re(r"^(?:(?:ok(?:ay)?|so|and|also|hey|please|pls)[,\s]+)*(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+|also\s+)?(?=\w)")
+
+
 def _to_keep(sentence: str) -> str | None:
     """What a sentence asks to be kept, in its words; "" when it introduces a list of them ("在 CLAUDE.md 中写入几个
-    原则："), None when it asks nothing of the kind. A question ("can you save … ?") keeps nothing yet."""
+    原则："), None when it asks nothing of the kind. A question keeps nothing ("why did you save it in memory?"),
+    unless it is a request put politely ("can you save in your memory that …?")."""
     cjk = has_cjk(sentence)
     match = (_KEEP_IT_CJK if cjk else _KEEP_IT).search(sentence)
-    if match is None or is_question(sentence):
+    if match is None:
         return None
+    polite = None
+    if is_question(sentence):
+        polite = None if cjk else _POLITE_ASK.match(sentence)
+        # What it keeps must be said in it ("… that we deploy with compose?"), not named for Claude to
+        # fill in ("can you save in your memory where the docker folder is?").
+        if polite is None or polite.end() != match.start() or not re.match(r"(?i)\s*(?:that|:)\s+\S", sentence[match.end():]):
+            return None
+        sentence = re.split(r"\?|,?\s+so(?: that)?\s+(?:next time|in (?:the )?future|later|you)\b", sentence)[0]
     if sentence.rstrip().endswith((":", "：")):
         return ""
     if cjk:
         return clean_sentence(sentence)
     # The side of the request that holds the instruction: "save in memory not write docs unless asked",
     # "never execute git, save in your memory please", "… and save memory we are on odoo18, now is list".
-    after = re.split(r"[,;]", sentence[match.end():], maxsplit=1)[0].strip(" .,;:-")
+    after = sentence[match.end():] if polite else re.split(r"[,;]", sentence[match.end():], maxsplit=1)[0]
+    after = re.sub(r"(?i)^\s*(?:that\s+|:)", "", after).strip(" .,;:-")
     before = re.split(r"[,;]|\band\s*$", sentence[: match.start()].rstrip(" ,;-"))[-1].strip(" .,;:-")
     before = re.sub(r"(?i)\s*\b(?:and|also|so|please)\s*$", "", before).strip()
     said = after if len(after.split()) >= 3 else before
@@ -473,6 +487,24 @@ _BEFORE_YOU = _re(r"\bbefore\s+(?:you|we)\s+(?:suggest|make|propose|write|implem
 _ASKS_FOR = _re(r"^(?:help|talk|think|discuss|explain|walk|check|ask|show|tell|plan|outline)\b")
 
 
+# A design requirement on a named thing: "out of stock should be a filter option", "the `lib/hosts` directory
+# should only hold machine-level definitions". Not a pronoun's ("it should work now"), nor what the
+# user expects to see happen ("the tests should pass", "the page should load fine now").
+_THING_SHOULD = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one|you|u|we|what|who|something|someone|everything|"
+                    r"nothing|all|both|either|neither|in|on|at|for|to|from|with|by|maybe|perhaps|probably)\b)(?:(?:the|our|all|every|each|any|my)\s+)?[\w`'\".-]+(?:\s+[\w`'\"./-]+){0,4}?\s+"
+                    r"should\s+(?:only\s+|not\s+|also\s+|always\s+|never\s+|just\s+)?"
+                    r"(?!(?:be\s+)?(?:fixed|working|fine|ok|okay|good|done|able|there|here|now|back|ready|gone|visible|correct|"
+                    r"right|enough|possible|updated|resolved|solved|installed|available)\b)"
+                    r"(?!(?:work|pass|load|run|build|compile|succeed|fail|happen|appear|show|see|get|be\s+(?:in|on|at|from))\b)"
+                    r"(?!have\s+(?:been|\w+ed|\w+en)\b)\w+")  # fmt: skip
+# An opinion said before it: "I feel as though …", "I think that …" (what follows is the user's view).
+_OPINION_LEAD = _re(r"^i\s+(?:really\s+)?(?:feel|think|believe)(?:\s+(?:as though|as if|like|that))?\s+")
+_GUESSED = _re(r"\b(?:maybe|perhaps|probably|might|possibly)\b")
+# What the user wants of a named thing: "I need the container to reflect my setup".
+_WANT_THING_TO = _re(r"^i\s+(?:also\s+|really\s+)?(?:need|want|would like|'d like|expect)\s+(?:the|my|our|all|every|each)\s+"
+                     r"[\w`'\"./-]+(?:\s+[\w`'\"./-]+){0,4}?\s+to\s+(?!(?:pass|work|load|run|build|compile|succeed|show up|be fixed|be working)\b)\w+")  # fmt: skip
+
+
 def _said_once_form(core: str) -> tuple[str, float] | None:
     """The forms a lasting instruction takes without "always" or "never", each usually but not always
     one: said once, they are briefed marked as such (HEDGED) until confirmed."""
@@ -497,6 +529,9 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
     if _WANT_TO_HAVE.match(core):
         return "decision", HEDGED
     if _RUNS_FROM.match(core):
+        return "decision", HEDGED
+    opinion = _OPINION_LEAD.sub("", core, count=1)
+    if (_THING_SHOULD.match(opinion) or _WANT_THING_TO.match(core)) and not (_TASK_BOUND.search(core) or _GUESSED.search(core)):
         return "decision", HEDGED
     return None
 
