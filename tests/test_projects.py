@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_anchor.core.projects import BY_REMOTE, project_for_cwd, remote_name
+from memory_anchor.core.projects import BY_REMOTE, project_for_cwd, relative_once, remote_name, without_root
 
 
 def clone(root: Path, origin: str | None) -> Path:
@@ -63,3 +63,21 @@ def test_a_worktree_reads_its_main_repositorys_remote(tmp_path):
 def test_a_local_path_remote_is_named_by_that_path(tmp_path):
     root = clone(tmp_path / "repo", "/srv/git/app.git")
     assert remote_name(str(root)) == "/srv/git/app"
+
+
+def test_a_windows_folder_is_one_project_whichever_case_its_drive_letter_comes_in():
+    # Transcripts made on Windows, read here: the VS Code extension reports `c:\…`, a terminal `C:\…`.
+    from_editor = project_for_cwd("c:\\Users\\fabien\\dev\\dashboard")
+    from_terminal = project_for_cwd("C:\\Users\\fabien\\dev\\dashboard\\")
+    assert from_editor == from_terminal == "C:\\Users\\fabien\\dev\\dashboard"
+    assert project_for_cwd("\\\\server\\share\\app") == "\\\\server\\share\\app"  # a UNC path has no drive letter
+
+
+def test_a_windows_projects_files_are_named_inside_it_in_any_case_and_with_either_separator():
+    project = "C:\\Users\\fabien\\dev\\dashboard"
+    changed = ["c:\\Users\\fabien\\dev\\dashboard\\.devcontainer\\setup.sh", "C:/Users/fabien/dev/dashboard/src/main.ts",
+               "C:\\Users\\fabien\\.claude\\plans\\next.md", "C:\\Users\\fabien\\dev\\dashboard2\\notes.md"]
+    assert relative_once(changed, project) == [".devcontainer\\setup.sh", "src/main.ts", changed[2], changed[3]]
+    said = "Edited c:\\users\\fabien\\dev\\dashboard\\src\\main.ts, not C:\\Users\\fabien\\dev\\dashboard2\\notes.md"
+    assert without_root(said, project) == "Edited src\\main.ts, not C:\\Users\\fabien\\dev\\dashboard2\\notes.md"
+    assert without_root("Edited /home/me/shop/app/cart.py", "/home/me/shop") == "Edited app/cart.py"

@@ -69,7 +69,7 @@ def _root_for_cwd(cwd: str | None) -> str:
         return ""
     path = os.path.expanduser(os.fspath(cwd))  # a list or a number is a TypeError: such an event is quarantined
     if not os.path.isabs(path) and _windows_path(path):  # another machine's: its path names it, nothing here to look at
-        return path.rstrip("\\/") or path
+        return _windows_spelling(path)
     try:
         path = os.path.realpath(path)
         candidate = path
@@ -82,6 +82,14 @@ def _root_for_cwd(cwd: str | None) -> str:
             candidate = parent
     except (OSError, ValueError, RuntimeError):  # too long, a NUL byte, a symlink loop: not a real directory
         return path
+
+
+def _windows_spelling(path: str) -> str:
+    """One spelling of a directory of a Windows machine: Claude Code reports the drive letter
+    either way (`c:\\Users\\me\\app` from the VS Code extension, `C:\\Users\\me\\app` from a
+    terminal), and both are one folder; on Windows itself `realpath` settles it the same way."""
+    drive, rest = ntpath.splitdrive(path.rstrip("\\/") or path)
+    return (drive.upper() if len(drive) == 2 else drive) + rest
 
 
 def remote_name(root: str) -> str | None:
@@ -166,9 +174,34 @@ def _normalise_remote(url: str) -> str | None:
 
 
 def relative(path: str, project: str | None) -> str:
-    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`)."""
+    """A path inside the project as the project names it (`app/cart.py`, not `/home/me/shop/app/cart.py`).
+    A Windows project's paths match in any case and with either separator, as Windows matches them
+    (`c:\\Users\\me\\app\\src\\main.ts` is `src\\main.ts` in `C:\\Users\\me\\app`)."""
     root = (project or "").rstrip("/")
-    return path[len(root) + 1 :] if root.startswith("/") and path.startswith(root + "/") else path
+    if root.startswith("/"):
+        return path[len(root) + 1 :] if path.startswith(root + "/") else path
+    if _windows_path(root):
+        root = root.rstrip("\\/")
+        inside = len(path) > len(root) + 1 and path[len(root)] in "\\/"
+        return path[len(root) + 1 :] if inside and _windows_folded(path[: len(root)]) == _windows_folded(root) else path
+    return path
+
+
+def without_root(text: str, project: str | None) -> str:
+    """`text` with the project's folder taken off every path inside it, matched as `relative` matches."""
+    root = (project or "").rstrip("/")
+    if root.startswith("/") and len(root) > 1:
+        return text.replace(root + "/", "")
+    if _windows_path(root):
+        import re
+
+        parts = [re.escape(part) for part in re.split(r"[\\/]", root.rstrip("\\/"))]
+        return re.sub(r"[\\/]".join(parts) + r"[\\/]", "", text, flags=re.IGNORECASE)
+    return text
+
+
+def _windows_folded(path: str) -> str:
+    return path.replace("/", "\\").casefold()
 
 
 def relative_once(paths, project: str | None) -> list[str]:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from memory_anchor.core.projects import without_root
 from memory_anchor.worker.index.embeddings import Embedder
 from memory_anchor.worker.index.heap import release_free_memory
 from memory_anchor.worker.index.vectors import META_KEYS, VectorItem, Vectors
@@ -130,8 +131,7 @@ def embedding_texts(records: list[dict[str, Any]], embedder: Embedder) -> list[s
 
 
 def _in_project(text: str, record: dict[str, Any]) -> str:
-    root = str(record.get("project") or "").rstrip("/")
-    return text.replace(root + "/", "") if root.startswith("/") and len(root) > 1 else text
+    return without_root(text, str(record.get("project") or ""))
 
 
 def _error() -> str:
