@@ -499,6 +499,8 @@ _THING_SHOULD = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|
                     r"(?!have\s+(?:been|\w+ed|\w+en)\b)\w+")  # fmt: skip
 # An opinion said before it: "I feel as though …", "I think that …" (what follows is the user's view).
 _OPINION_LEAD = _re(r"^i\s+(?:really\s+)?(?:feel|think|believe)(?:\s+(?:as though|as if|like|that))?\s+")
+# A guess about the thing, not a requirement on it. Not cues.HEDGE: that refuses "I think …" too,
+# which before a requirement leads in the user's own view.
 _GUESSED = _re(r"\b(?:maybe|perhaps|probably|might|possibly)\b")
 # What the user wants of a named thing: "I need the container to reflect my setup".
 _WANT_THING_TO = _re(r"^i\s+(?:also\s+|really\s+)?(?:need|want|would like|'d like|expect)\s+(?:the|my|our|all|every|each)\s+"
