@@ -62,9 +62,11 @@ def test_a_rule_alice_states_is_in_bobs_briefing_from_his_own_clone(tmp_path, tw
 
     # The outcome's step and its root cause are written one after the other (the fact after its
     # duplicate check), so Bob's briefing waits for both.
-    settled = ("cache-reset", "the cart cache was not cleared")
-    wait_for(lambda: all(part in briefing(bob, "bob-1", str(bob_clone)) for part in settled), timeout=60,
-             what="Alice's session outcome and its root cause in Bob's briefing")  # fmt: skip
+    def settled() -> bool:
+        context = briefing(bob, "bob-1", str(bob_clone))
+        return "cache-reset" in context and "the cart cache was not cleared" in context
+
+    wait_for(settled, timeout=60, what="Alice's session outcome and its root cause in Bob's briefing")
     context = briefing(bob, "bob-2", str(bob_clone))
     assert "github.com/Acme/Shop" in context
     assert "--strict" in context  # her rule

@@ -164,7 +164,9 @@ _MODAL = _re(r"^(?:you|u|we)\s+(?:should|must|need to|have to|shall|are to)\s+(?
 # A requirement on a thing: "conversations must be correctly focused", "the UI must support mobile".
 # Not an inference ("the bug must be in the parser", "it must have been the cache"): a pronoun or
 # "there" as its subject, or "must" followed by what a guess says (be in/a/the/from, have + participle).
-_THING_MUST_DO = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one|you|we|what|who|something|someone)\b)"
+# Subjects that are no named thing: a requirement on one of these is about the matter at hand.
+_NOT_A_NAMED_THING = r"it|this|that|these|those|there|which|he|she|they|i|one|you|we|what|who|something|someone"
+_THING_MUST_DO = _re(rf"^(?!(?:{_NOT_A_NAMED_THING})\b)"
                      r"(?:(?:the|our|all|every|each|any|my)\s+)?[\w`'\".-]+(?:\s+[\w`'\".-]+){0,4}?\s+must\s+"
                      r"(?:not\s+|also\s+|still\s+)?"
                      r"(?!be\s+(?:in|on|at|a|an|the|from|because|due|caused|coming|somewhere|something|related|why|what|that)\b)"
@@ -244,6 +246,8 @@ _KEEP_IT = _re(rf"\b(?:save|store|put|keep|add|write|note|record)\b(?:\s+(?:it|t
 _KEEP_IT_CJK = re.compile(rf"(?i)记住|记下来|(?:更新|写|加|添加|输入|保存|存|记)[^，,。；]{{0,4}}?{_MEMORY}|(?:记忆|{_MEMORY})(?:文件)?(?:中|里)?(?:输入|写入|写|加入|添加|加上)")
 
 
+# What opens the thing to keep after the request: "… that we deploy with compose", "…: tests run with …".
+_KEPT_OPENS = _re(r"^\s*(?:that|:)\s+(?=\S)")
 # A request put as a question: "can you save in your memory that …?" asks for it as plainly as "save …".
 _POLITE_ASK = _re(r"^(?:(?:ok(?:ay)?|so|and|also|hey|please|pls)[,\s]+)*(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+|also\s+)?(?=\w)")
 
@@ -261,7 +265,7 @@ def _to_keep(sentence: str) -> str | None:
         polite = None if cjk else _POLITE_ASK.match(sentence)
         # What it keeps must be said in it ("… that we deploy with compose?"), not named for Claude to
         # fill in ("can you save in your memory where the docker folder is?").
-        if polite is None or polite.end() != match.start() or not re.match(r"(?i)\s*(?:that|:)\s+\S", sentence[match.end():]):
+        if polite is None or polite.end() != match.start() or not _KEPT_OPENS.match(sentence[match.end():]):
             return None
         sentence = re.split(r"\?|,?\s+so(?: that)?\s+(?:next time|in (?:the )?future|later|you)\b", sentence)[0]
     if sentence.rstrip().endswith((":", "：")):
@@ -271,7 +275,7 @@ def _to_keep(sentence: str) -> str | None:
     # The side of the request that holds the instruction: "save in memory not write docs unless asked",
     # "never execute git, save in your memory please", "… and save memory we are on odoo18, now is list".
     after = sentence[match.end():] if polite else re.split(r"[,;]", sentence[match.end():], maxsplit=1)[0]
-    after = re.sub(r"(?i)^\s*(?:that\s+|:)", "", after).strip(" .,;:-")
+    after = _KEPT_OPENS.sub("", after).strip(" .,;:-")
     before = re.split(r"[,;]|\band\s*$", sentence[: match.start()].rstrip(" ,;-"))[-1].strip(" .,;:-")
     before = re.sub(r"(?i)\s*\b(?:and|also|so|please)\s*$", "", before).strip()
     said = after if len(after.split()) >= 3 else before
@@ -490,8 +494,9 @@ _ASKS_FOR = _re(r"^(?:help|talk|think|discuss|explain|walk|check|ask|show|tell|p
 # A design requirement on a named thing: "out of stock should be a filter option", "the `lib/hosts` directory
 # should only hold machine-level definitions". Not a pronoun's ("it should work now"), nor what the
 # user expects to see happen ("the tests should pass", "the page should load fine now").
-_THING_SHOULD = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one|you|u|we|what|who|something|someone|everything|"
-                    r"nothing|all|both|either|neither|in|on|at|for|to|from|with|by|maybe|perhaps|probably)\b)(?:(?:the|our|all|every|each|any|my)\s+)?[\w`'\".-]+(?:\s+[\w`'\"./-]+){0,4}?\s+"
+# (A guess, "maybe phones should be …", is refused beside it: _GUESSED.)
+_THING_SHOULD = _re(rf"^(?!(?:{_NOT_A_NAMED_THING}|u|everything|nothing|all|both|either|neither|in|on|at|for|to|from|with|by)\b)"
+                    r"(?:(?:the|our|all|every|each|any|my)\s+)?[\w`'\".-]+(?:\s+[\w`'\"./-]+){0,4}?\s+"
                     r"should\s+(?:only\s+|not\s+|also\s+|always\s+|never\s+|just\s+)?"
                     r"(?!(?:be\s+)?(?:fixed|working|fine|ok|okay|good|done|able|there|here|now|back|ready|gone|visible|correct|"
                     r"right|enough|possible|updated|resolved|solved|installed|available)\b)"

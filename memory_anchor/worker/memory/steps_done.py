@@ -221,13 +221,15 @@ class StepsDoneByCommits:
         if not items:
             return []
         since = min(i["closed_at"] for i in items) - 1
+        # Two git calls: commits_since reads messages (for reverts) but stops at MAX_COMMITS and skips
+        # merges, so it cannot say a commit is gone; rev-list lists every sha on HEAD, and only those.
         on_head = shas_on_head_since(repo, since)
         reverted = [c.reverts for c in commits_since(repo, since) if c.reverts]
 
-        def undone(sha: str) -> bool:
+        def reopens(sha: str) -> bool:
             return (on_head is not None and sha not in on_head) or any(r and sha.startswith(r) for r in reverted)
 
-        return [i for i in items if undone(i["closed_by"][len(COMMIT_PREFIX) :])]
+        return [i for i in items if reopens(i["closed_by"][len(COMMIT_PREFIX) :])]
 
     def find(self, project: str, repo: Repo) -> list[dict[str, Any]]:
         """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed (nothing written)."""
