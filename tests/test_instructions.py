@@ -283,6 +283,16 @@ def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
     ("out of stock should be a filter option, off by default", "decision"),
     ("I feel as though the `lib/hosts` directory should only hold machine-level definitions", "decision"),
     ("I need the dev container to reflect my whole local setup", "decision"),
+    # what the user settles for the team, typed as people type
+    ("ok never mind. so i think we should move the expiry logic into the storage layer", "decision"),
+    ("yes, basically if we're setting signed at, we should also compute expires at in the query", "decision"),
+    # a want with its reason, and how the user will work
+    ("That directory has no default.nix. I want it to be a flake, for the sake of injecting the dotfiles repo.",
+     "decision"),
+    ("I will use codespaces to work from my phone or a friend's pc", "preference"),
+    # the same in French, and in Chinese: all of it, by itself
+    ("en fait j'aimerais que le log global ait des filtres pertinents (last hour, last day, last week)", "decision"),
+    ("我需要你全自动帮我配置", "preference"),
 ])  # fmt: skip
 def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     assert [k for k, _ in said_once(prompt)] == [kind]
@@ -303,9 +313,21 @@ def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     "maybe phones should actually be an array",
     "in the last columns should be the totals",
     "I need the tests to pass before lunch",
+    "we should be fine now",
+    "we should probably restart the worker",
+    "well, that worked",
+    "I want it to show the total",  # a want without a reason is the task at hand
+    "I will use it later",
+    "我需要你先整理这个文件夹的内容",
 ])  # fmt: skip
 def test_reactions_and_requests_of_the_moment_are_not(prompt):
     assert standing_statements(prompt) == []
+
+
+def test_well_before_a_decision_is_well_without_its_apostrophe():
+    [typed] = standing_statements("well stick with the impl i have laid out")
+    [meant] = standing_statements("we'll stick with the impl i have laid out")
+    assert (typed.kind, typed.confidence) == (meant.kind, meant.confidence) == ("decision", 0.9)
 
 
 @pytest.mark.parametrize("prompt, kind", [

@@ -53,6 +53,7 @@ from memory_anchor.worker.memory.cues import (
     CJK_DECISION,
     CJK_PREFERENCE,
     CJK_RULE,
+    CJK_WANTS_ALL,
     HEDGE,
     ONE_OFF,
     QUESTION,
@@ -87,10 +88,12 @@ def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
+# What a team decides to do with a tool or design: "we'll stick with X", "let's switch to Y".
+_WE_DECIDE = r"(?:use|go with|switch to|stick (?:with|to)|keep|move to|adopt|stay (?:on|with)|standardi[sz]e on)\b"
 # Words before the instruction that change nothing: "btw", "also", "please", "oh and", "one more thing:".
-_LEAD_IN = _re(r"^(?:(?:ok(?:ay)?|also|and|but|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|no(?=\s+(?:don'?t|do not|never)\b)|"
+_LEAD_IN = _re(rf"^(?:(?:ok(?:ay)?|also|and|but|so|btw|by the way|oh|one more thing|another thing|note|fyi|hey|no(?=\s+(?:don'?t|do not|never)\b)|"
                r"thanks?(?: you)?|important|remember this|rule|please|pls|just|yes|yeah|right|great|good|cool|"
-               r"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope|well|actually|honestly|"
+               rf"nb|ps|p\.s\.|fuck(?: me)?|damn|dude|man|jeez|ugh|wtf|omg|seriously|no,|nope|well(?!\s+{_WE_DECIDE})|actually|honestly|basically|"
                r"i think(?: that)?|i guess|i feel like|critically|crucially|importantly)(?:\b|(?<=,))[,:;!.\s-]*)+")  # fmt: skip
 # A frame that makes what follows last: "from now on, …", "in this repo, …", "whenever you commit, …".
 _LASTING_FRAME = _re(
@@ -121,8 +124,8 @@ _WHEN_WORDS = _re(r"\b(?:always|never|every|each|whenever|before (?:you |we )?\w
 _THING_MUST = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one)\b)[\w`'\".-]+(?: [\w`'\".-]+){0,5}\s+"
                   r"(?:should|must|shall|need to|has to|have to)\s+(?:always|never|not ever)\b")  # fmt: skip
 _DECISION_LABEL = _re(r"^(?:decision\s*:|decided\s*:|we(?:'ve| have)? decided\b)")
-_WE_WILL_USE = _re(r"^(?:let'?s|let us|we'?ll|we will|we'?re going to|we are going to|we should)\s+"
-                   r"(?:use|go with|switch to|stick (?:with|to)|keep|move to|adopt|stay (?:on|with)|standardi[sz]e on)\b")  # fmt: skip
+# "well stick with …" is "we'll" without its apostrophe: "well" before such a verb is no lead-in (_LEAD_IN).
+_WE_WILL_USE = _re(rf"^(?:let'?s|let us|we'?ll|well|we will|we'?re going to|we are going to|we should)\s+{_WE_DECIDE}")
 _USE_X_NOT_Y = _re(r"^(?:use|prefer|pick|choose|go with|stick (?:with|to))\s+.+?\s*(?:\binstead of\b|\brather than\b|\bover\b|,\s*not\b|\bnot\b)")
 _WE_CONVENTION = _re(r"^(?:we|our team|the team)\s+(?:use|deploy|host|ship|release|format|lint|target|support|follow|"
                      r"require|prefer|name|write|store|log|version|tag|build|test|run|treat|consider|view|count|define|call)\s+(?:\w+\s+){0,2}?"
@@ -511,6 +514,19 @@ _GUESSED = _re(r"\b(?:maybe|perhaps|probably|might|possibly)\b")
 _WANT_THING_TO = _re(r"^i\s+(?:also\s+|really\s+)?(?:need|want|would like|'d like|expect)\s+(?:the|my|our|all|every|each)\s+"
                      r"[\w`'\"./-]+(?:\s+[\w`'\"./-]+){0,4}?\s+to\s+(?!(?:pass|work|load|run|build|compile|succeed|show up|be fixed|be working)\b)\w+")  # fmt: skip
 
+# What the user settles for the team: "we should move the expiry logic into the storage layer", "we should
+# not have side effects there". Often a design that holds, sometimes only the next move: said once.
+_WE_SHOULD = _re(r"^we\s+(?:should|must)\s+(?:also\s+|not\s+|still\s+|just\s+|only\s+)?"
+                 r"(?!(?:be\s+)?(?:fine|ok|okay|good|done|able|ready|there|here|back)\b)\w+")  # fmt: skip
+
+# A want given with its reason is a design choice: "I want it to be a flake, for the sake of injecting the
+# dotfiles repo". Without one, "I want it to …" is mostly the task at hand ("I want it to show the total").
+_WANT_IT_FOR = _re(r"^i\s+(?:also\s+|really\s+)?(?:want|need|would like|'d like|would also like)\s+(?:it|this|that|them|these|those)\s+"
+                   r"to\s+\w+.*\b(?:for the sake of|so that|so (?:i|we) can|because|in order to)\b")  # fmt: skip
+
+# How the user says they will work: "I will use codespace to work from phone or friend pc".
+_I_WILL_USE = _re(r"^i\s*(?:'ll|will|am going to|'m going to|plan to)\s+(?:use|work (?:from|with|on|in))\s+(?!(?:it|this|that|them)\b)\S")
+
 
 def _said_once_form(core: str) -> tuple[str, float] | None:
     """The forms a lasting instruction takes without "always" or "never", each usually but not always
@@ -521,6 +537,8 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
         return "preference", HEDGED
     if _LEAVE_AS_IS.match(core):
         return "decision", HEDGED
+    if _I_WILL_USE.match(core) and not _REPORTS_A_PROBLEM.search(core):
+        return "preference", HEDGED
     if _ONLY_DO.match(core) and not _TASK_BOUND.search(core):
         return "rule", HEDGED
     if _BEFORE_YOU.search(core) and (_looks_imperative(core) or _ASKS_FOR.match(core)):
@@ -535,10 +553,10 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
         return "rule", HEDGED
     if _WANT_TO_HAVE.match(core):
         return "decision", HEDGED
-    if _RUNS_FROM.match(core):
+    if _RUNS_FROM.match(core) or (_WANT_IT_FOR.match(core) and not _GUESSED.search(core)):
         return "decision", HEDGED
     opinion = _OPINION_LEAD.sub("", core, count=1)
-    if (_THING_SHOULD.match(opinion) or _WANT_THING_TO.match(core)) and not (_TASK_BOUND.search(core) or _GUESSED.search(core)):
+    if (_THING_SHOULD.match(opinion) or _WE_SHOULD.match(opinion) or _WANT_THING_TO.match(core)) and not (_TASK_BOUND.search(core) or _GUESSED.search(core)):
         return "decision", HEDGED
     return None
 
@@ -579,6 +597,8 @@ def _without_leading_questions(sentence: str) -> str:
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
     if CJK_PREFERENCE.search(sentence):
         kind = "preference"
+    elif CJK_WANTS_ALL.search(sentence) and not CJK_RULE.search(sentence):
+        return Statement("preference", text, HEDGED, replaced_terms(sentence))
     elif CJK_DECISION.search(sentence):
         kind = "decision"
     elif CJK_RULE.search(sentence):
@@ -610,10 +630,14 @@ _FR_SCOPE = _re(r"\b(?:la prochaine fois|les prochaines fois|(?:[àa] )?chaque f
 _FR_IMPERATIVE = _re(r"^(?:mets?|met|modifie|ajoute|utilise|fais|garde|v[ée]rifie|[ée]cris|supprime|lance|commite?|"
                      r"mets? [àa] jour|met a jour|n'|ne )")  # fmt: skip
 _FR_PREFER = _re(r"^(?:je pr[ée]f[èe]re|on pr[ée]f[èe]re)\b")
+# What the user wants of a named thing, as _WANT_THING_TO: "j'aimerais que le log global ait des filtres …".
+_FR_WANT_THING = _re(r"^(?:j'aimerais|je voudrais|je veux|il faudrait|il faut)\s+que\s+(?:le|la|les|l'|mon|ma|mes|notre|nos|chaque|tout|tous)\s*\w")
+# What is in brackets is often quoted ("(last hour, last day)"): it says nothing of the sentence's language.
+_IN_BRACKETS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
 
 
 def written_in_french(text: str) -> bool:
-    words = re.findall(r"[a-zàâçéèêëîïôûùüÿœ']+", text.lower())
+    words = re.findall(r"[a-zàâçéèêëîïôûùüÿœ']+", _IN_BRACKETS.sub(" ", text).lower())
     french = {w for w in words if w in _FRENCH_WORDS}
     return len(french) >= 3 and sum(w in _FRENCH_WORDS for w in words) * 4 >= len(words)
 
@@ -626,13 +650,15 @@ def _french_statement(text: str) -> Statement | None:
     said = text if len(text) <= MAX_STATEMENT_CHARS else None
     # The sentence, then each clause after a comma: "la vraie url est …, modifie le prompt pour … la prochaine fois".
     for clause in [text, *re.split(r"[,;]\s*", text)[1:]]:
-        core = re.sub(r"(?i)^(?:ok|oui|et|aussi|alors|donc|stp|s'il te pla[iî]t)[,\s]+", "", clause).strip()
+        core = re.sub(r"(?i)^(?:(?:ok|oui|et|aussi|alors|donc|stp|s'il te pla[iî]t|en fait|du coup|bon)[,\s]+)+", "", clause).strip()
         if _FR_KEEP.search(core) or _FR_FROM_NOW.search(core) or _FR_ALWAYS_NEVER.search(core):
             return Statement("rule", said or clean_sentence(clause), PLAIN, replaced_terms(text))
         if _FR_PREFER.search(core):
             return Statement("preference", said or clean_sentence(clause), PLAIN, replaced_terms(text))
         if _FR_SCOPE.search(core) and _FR_IMPERATIVE.search(core):
             return Statement("rule", said or clean_sentence(clause), HEDGED, replaced_terms(text))
+        if _FR_WANT_THING.search(core):
+            return Statement("decision", said or clean_sentence(clause), HEDGED, replaced_terms(text))
     return None
 
 
