@@ -293,6 +293,8 @@ def test_memory_as_a_feature_ram_or_a_question_is_nothing_to_keep(prompt):
     # the same in French, and in Chinese: all of it, by itself
     ("en fait j'aimerais que le log global ait des filtres pertinents (last hour, last day, last week)", "decision"),
     ("我需要你全自动帮我配置", "preference"),
+    ("列出太宏观的内容，对我没有实际帮助，我需要的是实操方案，不是仅仅表述问题", "preference"),
+    ("what I need is a plan I can act on, not a list of problems", "preference"),
 ])  # fmt: skip
 def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     assert [k for k, _ in said_once(prompt)] == [kind]

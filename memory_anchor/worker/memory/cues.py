@@ -48,9 +48,13 @@ CJK_DECISION = _any(
     r"決定|決めた|決めました|ことにし|に変更|に切り替え|の代わりに|ではなく|を採用",
     r"결정|하기로|쓰기로|사용하기로|대신|로 바꾸|으로 바꾸|로 변경|으로 변경",
 )
-# How much of the work the user wants done, and done by itself: "我需要你全自动帮我配置", "我需要你把我和你的
-# 所有对话沉淀在ob里面". Often a way of working, sometimes only the task at hand: said once.
-CJK_WANTS_ALL = re.compile(r"我(?:需要|希望|要)你[^。；？?]{0,12}?(?:全自动|全部|所有)")
+# What the user wants of the work in forms that usually, not always, last: said once. How much of it,
+# done by itself ("我需要你全自动帮我配置", "我需要你把我和你的所有对话沉淀在ob里面"), and what they need
+# instead of what they got ("我需要的是实操方案，不是仅仅表述问题").
+CJK_WANTS_ONCE = _any(
+    r"我(?:需要|希望|要)你[^。；？?]{0,12}?(?:全自动|全部|所有)",
+    r"我(?:需要|要|想要)的是[^。？?]{1,40}?[，,]\s*(?:而)?不是",
+)
 CJK_PREFERENCE = _any(
     # 偏好 said by the user ("我偏好"); alone it is as often a noun (人群偏好, "audience preference")
     r"更喜欢|(?:我|我们)(?:更|比较)?偏好|优先用|优先使用|倾向于"

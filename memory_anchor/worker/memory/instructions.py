@@ -53,7 +53,7 @@ from memory_anchor.worker.memory.cues import (
     CJK_DECISION,
     CJK_PREFERENCE,
     CJK_RULE,
-    CJK_WANTS_ALL,
+    CJK_WANTS_ONCE,
     HEDGE,
     ONE_OFF,
     QUESTION,
@@ -410,6 +410,8 @@ def _asks(sentence: str) -> bool:
     if stripped.endswith(("?", "？")):
         return True
     opened = _LEAD_IN.sub("", stripped)
+    if _WHAT_I_NEED.match(opened):  # "what I need is …, not …" opens like a question and asks nothing
+        return False
     core = _LASTING_FRAME.sub("", opened, count=1).strip()
     return core == opened or not (_looks_imperative(core) or _I_WANT.match(core) or _YOU_MUST.match(core))
 
@@ -524,6 +526,8 @@ _WE_SHOULD = _re(r"^we\s+(?:should|must)\s+(?:also\s+|not\s+|still\s+|just\s+|on
 _WANT_IT_FOR = _re(r"^i\s+(?:also\s+|really\s+)?(?:want|need|would like|'d like|would also like)\s+(?:it|this|that|them|these|those)\s+"
                    r"to\s+\w+.*\b(?:for the sake of|so that|so (?:i|we) can|because|in order to)\b")  # fmt: skip
 
+# What the user needs instead of what they got: "what I need is a plan I can act on, not a list of problems".
+_WHAT_I_NEED = _re(r"^what i (?:really )?(?:need|want) is\b.{1,80}?,?\s*(?:and |but )?not\b")
 # How the user says they will work: "I will use codespace to work from phone or friend pc".
 _I_WILL_USE = _re(r"^i\s*(?:'ll|will|am going to|'m going to|plan to)\s+(?:use|work (?:from|with|on|in))\s+(?!(?:it|this|that|them)\b)\S")
 
@@ -537,7 +541,7 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
         return "preference", HEDGED
     if _LEAVE_AS_IS.match(core):
         return "decision", HEDGED
-    if _I_WILL_USE.match(core) and not _REPORTS_A_PROBLEM.search(core):
+    if (_I_WILL_USE.match(core) and not _REPORTS_A_PROBLEM.search(core)) or _WHAT_I_NEED.match(core):
         return "preference", HEDGED
     if _ONLY_DO.match(core) and not _TASK_BOUND.search(core):
         return "rule", HEDGED
@@ -597,7 +601,7 @@ def _without_leading_questions(sentence: str) -> str:
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
     if CJK_PREFERENCE.search(sentence):
         kind = "preference"
-    elif CJK_WANTS_ALL.search(sentence) and not CJK_RULE.search(sentence):
+    elif CJK_WANTS_ONCE.search(sentence) and not CJK_RULE.search(sentence):
         return Statement("preference", text, HEDGED, replaced_terms(sentence))
     elif CJK_DECISION.search(sentence):
         kind = "decision"
