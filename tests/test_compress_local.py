@@ -258,6 +258,18 @@ def test_session_summary_from_prompts_and_observations() -> None:
     assert summary.text.startswith("Request: Fix the coupon bug") and summary.distilled_by == "local"
 
 
+def test_a_plan_claude_code_wrote_in_plan_mode_is_no_change_to_the_project() -> None:
+    plan = "/Users/ann/.claude/plans/ok-never-mind-wondrous-pascal.md"
+    drafts = [
+        local.compress_tool_use(payload("Write", {"file_path": plan, "content": "# Plan\n1. move expiry into storage"}, {})),
+        local.compress_tool_use(payload("Edit", {"file_path": "internal/storage/storage.go", "old_string": "a", "new_string": "b"}, {})),
+        local.compress_tool_use(payload("Write", {"file_path": "C:\\Users\\ann\\.claude\\plans\\swirling.md", "content": "x"}, {})),
+    ]
+    summary = local.summarize_session(["move the expiry logic into the storage layer"], drafts, "Done.")
+    assert summary.files_changed == ["internal/storage/storage.go"]
+    assert plan in summary.files  # touched all the same: Claude may open it
+
+
 def test_a_request_of_a_word_or_two_does_not_lead_the_sessions_line() -> None:
     """A resumed session of brain's history opens with "continue": its line leads with what was asked next."""
     summary = local.summarize_session(["continue", "do some analysis of the project and useage to create agents"], [])

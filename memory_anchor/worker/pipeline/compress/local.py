@@ -662,6 +662,9 @@ def as_observation(value: Any) -> ObservationDraft | None:
 
 _CHANGE_TYPES = ("bugfix", "feature", "refactor", "change", "decision")
 _TEST_TITLE = re.compile(r"^Ran tests (`[^`]+`): (.+)$")
+# Claude Code writes a plan-mode plan to ~/.claude/plans/<name>.md: its own notes, no change to the project.
+# It stays among the files the session touched.
+_PLAN_FILE = re.compile(r"[/\\]\.claude[/\\]plans[/\\][^/\\]+\.md$")
 
 
 def summarize_session(
@@ -707,8 +710,10 @@ def summarize_session(
     completed = "; ".join(unique(outcome.done + [d.title for d in changes], 8))
     # Files edited in place first (the fix), then files written or touched otherwise (new files, scratch scripts).
     edited = [f for d in drafts if d.tool_name in ("Edit", "MultiEdit", "NotebookEdit") for f in d.files_modified]
-    changed = unique(edited + [f for d in drafts for f in d.files_modified], MAX_FILES)
-    files = unique(changed + [f for d in drafts for f in d.files_read], MAX_FILES)
+    written = edited + [f for d in drafts for f in d.files_modified]
+    changed = unique([f for f in written if not _PLAN_FILE.search(f)], MAX_FILES)
+    plans = [f for f in written if _PLAN_FILE.search(f)]
+    files = unique(changed + plans + [f for d in drafts for f in d.files_read], MAX_FILES)
     summary = SessionSummaryDraft(
         request=request,
         investigated=investigated,
