@@ -316,6 +316,10 @@ def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     "in the last columns should be the totals",
     "I need the tests to pass before lunch",
     "we should be fine now",
+    "we should fix the login bug first",  # the next move, not how things are to be
+    "we should check the logs again",
+    "I will use the debugger to find where it hangs",
+    "I want it to be tested so that we can merge it now",
     "we should probably restart the worker",
     "well, that worked",
     "I want it to show the total",  # a want without a reason is the task at hand

@@ -520,6 +520,11 @@ _WANT_THING_TO = _re(r"^i\s+(?:also\s+|really\s+)?(?:need|want|would like|'d lik
 # not have side effects there". Often a design that holds, sometimes only the next move: said once.
 _WE_SHOULD = _re(r"^we\s+(?:should|must)\s+(?:also\s+|not\s+|still\s+|just\s+|only\s+)?"
                  r"(?!(?:be\s+)?(?:fine|ok|okay|good|done|able|ready|there|here|back)\b)\w+")  # fmt: skip
+# What is done about the work at hand, not how it is to be: "we should fix the login bug first", "I will use
+# the debugger to find it". Such a sentence plans the next move.
+_NEXT_MOVE = _re(r"\b(?:fix|try|check|look|test|debug|investigate|see|find|start|begin|continue|finish|wait|rerun|retry|"
+                 r"restart|revert|commit|push|merge|figure|review|focus|tackle|handle|proceed|discuss|talk|think)\b|"
+                 r"\b(?:first|next|now|then|later|asap|again)\s*[.!]?$")  # fmt: skip
 
 # A want given with its reason is a design choice: "I want it to be a flake, for the sake of injecting the
 # dotfiles repo". Without one, "I want it to …" is mostly the task at hand ("I want it to show the total").
@@ -541,7 +546,7 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
         return "preference", HEDGED
     if _LEAVE_AS_IS.match(core):
         return "decision", HEDGED
-    if (_I_WILL_USE.match(core) and not _REPORTS_A_PROBLEM.search(core)) or _WHAT_I_NEED.match(core):
+    if (_I_WILL_USE.match(core) and not (_REPORTS_A_PROBLEM.search(core) or _NEXT_MOVE.search(core))) or _WHAT_I_NEED.match(core):
         return "preference", HEDGED
     if _ONLY_DO.match(core) and not _TASK_BOUND.search(core):
         return "rule", HEDGED
@@ -557,9 +562,11 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
         return "rule", HEDGED
     if _WANT_TO_HAVE.match(core):
         return "decision", HEDGED
-    if _RUNS_FROM.match(core) or (_WANT_IT_FOR.match(core) and not _GUESSED.search(core)):
+    if _RUNS_FROM.match(core) or (_WANT_IT_FOR.match(core) and not (_GUESSED.search(core) or _NEXT_MOVE.search(core))):
         return "decision", HEDGED
     opinion = _OPINION_LEAD.sub("", core, count=1)
+    if _WE_SHOULD.match(opinion) and _NEXT_MOVE.search(opinion):
+        return None
     if (_THING_SHOULD.match(opinion) or _WE_SHOULD.match(opinion) or _WANT_THING_TO.match(core)) and not (_TASK_BOUND.search(core) or _GUESSED.search(core)):
         return "decision", HEDGED
     return None
