@@ -72,6 +72,26 @@ def test_an_instruction_said_once_is_briefed_in_the_users_words_with_its_date(mo
     assert len(text) <= 10_000
 
 
+def test_many_instructions_said_once_are_briefed_freshest_first_as_far_as_their_share_holds(model):
+    """A person states a dozen and more over a project's life; the oldest are as much theirs as the newest."""
+    said = ["make sure that the release script updates the changelog", "be sure to also run the linter on migrations",
+            "make sure that the deploy script warms the cache", "be sure to also keep the API docs in English",
+            "make sure that the seed data stays small", "be sure to also tag images with the git sha",
+            "be sure to also bump the chart version", "be sure to also log the request id",
+            "make sure that feature flags default to off", "be sure to also pin the node version",
+            "make sure that the CLI prints help on bad flags", "be sure to also document new env vars",
+            "make sure that cache keys carry the schema version", "be sure to also add the ticket number to commit messages",
+            "make sure that the backup job skips temp tables"]  # fmt: skip
+    now = time.time()
+    for n, prompt in enumerate(said):
+        _say(model, prompt, session=f"s{n}", at=now - (len(said) - n) * DAY)
+    text = _briefing(model)
+    briefed = [line.split('"')[1] for line in _section(text, "Instructions the user gave once")]
+    assert len(briefed) >= 13  # more than the freshest dozen
+    assert briefed == said[::-1][: len(briefed)]
+    assert len(text) <= 10_000
+
+
 def test_a_reply_that_picks_an_option_is_no_instruction_but_claude_asks_the_user_about_it_once(model):
     said = time.time()
     _say(model, "lets use createdAt", session="s1", at=said, reply=True)

@@ -53,7 +53,9 @@ def rules_section(request: ContextRequest, conn, view) -> Section | None:
     return Section("rules", "Standing rules and decisions (follow them unless the user changes them)", lines, share=0.3)
 
 
-SAID_ONCE = 12  # the freshest; older ones stay in Approvals until confirmed
+# The freshest first, as many as the section's share of the budget holds (about 14 lines of 200
+# characters); older ones stay in Approvals until confirmed.
+SAID_ONCE = 20
 
 
 def said_once_section(request: ContextRequest, conn, view) -> Section | None:
