@@ -408,10 +408,37 @@ def test_a_prohibition_of_a_whole_kind_of_thing_is_said_once(prompt, found):
     ("pourquoi tu ne mets pas toujours les chemins complets ?", None),
     ("corrige le test du panier et commit", None),
     ("fais toujours le commit pour l'instant", None),
+    # Spanish and German the same way
+    ("recuerda que el proyecto usa pnpm y no npm", ("rule", PLAIN)),
+    ("a partir de ahora ejecuta los tests antes de cada commit", ("rule", PLAIN)),
+    ("nunca hagas push directo a main", ("rule", PLAIN)),
+    ("actualiza el README para que la próxima vez tengas las rutas completas", ("rule", HEDGED)),
+    ("quiero que el log global tenga filtros por fecha", ("decision", HEDGED)),
+    ("¿por qué no usas siempre las rutas completas?", None),
+    ("arregla el test del carrito por ahora", None),
+    ("merk dir, dass wir pnpm statt npm benutzen", ("rule", PLAIN)),
+    ("ab jetzt bitte immer die Tests vor dem Commit laufen lassen", ("rule", PLAIN)),
+    ("verwende nie var in diesem Projekt", ("rule", PLAIN)),
+    ("warum nutzt du nicht immer die vollen Pfade?", None),
+    ("mach das vorerst ohne Tests", None),
 ])  # fmt: skip
-def test_french_instructions_keep_their_cue_words(prompt, found):
+def test_french_spanish_and_german_instructions_keep_their_cue_words(prompt, found):
     statements = [(s.kind, s.confidence) for s in standing_statements(prompt)]
     assert statements == ([found] if found else [])
+
+
+@pytest.mark.parametrize("sentence, language", [
+    ("désormais on déploie avec le script de release", "French"),
+    ("a partir de ahora ejecuta los tests antes de cada commit", "Spanish"),
+    ("ab jetzt bitte immer die Tests vor dem Commit laufen lassen", "German"),
+    ("use the el and las helpers from the template module for this", None),  # English with a few such words
+    ("en fait j'aimerais que le log global ait des filtres (last hour, last day, last week, last month)", "French"),
+])  # fmt: skip
+def test_a_sentence_is_read_in_the_language_most_of_its_words_are(sentence, language):
+    from memory_anchor.worker.memory.cue_languages import language_of
+
+    found = language_of(sentence)
+    assert (found.name if found else None) == language
 
 
 def test_whatever_in_chinese_asks_nothing():

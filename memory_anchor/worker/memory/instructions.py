@@ -48,6 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memory_anchor.worker.memory.cue_languages import Language, cued_instruction, language_of
 from memory_anchor.worker.memory.cues import (
     MAX_STATEMENT_CHARS,
     CJK_DECISION,
@@ -324,8 +325,9 @@ def _statement(sentence: str) -> Statement | None:
         if ONE_OFF.search(sentence) and not _UNTIL_CHANGED.search(sentence):
             return None
         return _cjk_statement(sentence, clean_sentence(sentence))
-    if written_in_french(text):
-        return _french_statement(clean_sentence(sentence))
+    language = language_of(text)
+    if language is not None:
+        return _cued_statement(clean_sentence(sentence), language)
     pieces = [p for p in _PIECE_BREAK.split(sentence.strip()) if p.strip()]
     for piece in pieces:
         if _asks(piece) or (ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece)):
@@ -623,54 +625,13 @@ def _cjk_statement(sentence: str, text: str) -> Statement | None:
     return Statement(kind, text, confidence, replaced_terms(sentence))
 
 
-# French keeps its own cue words, under the same tests of question and one-off; accents are often left out
-# ("a chaque debut de session", "desormais"). Words French shares with English are not counted.
-_FRENCH_WORDS = frozenset("""le la les des du une est pour que qui pas avec dans sur ça ca tu je mais aux au cette ces
-    fois chaque toujours jamais ne fais faire il elle nous vous mon ma mes ton ta tes ce cet sont était etait
-    aussi plus très tres quand comme désormais desormais dorénavant dorenavant prochaine""".split())  # fmt: skip
-_FR_QUESTION = _re(r"\?\s*$|^(?:est-ce que|pourquoi|comment|quel(?:le)?s?|combien|o[uù] )")
-_FR_ONE_OFF = _re(r"\b(?:pour l'?instant|pour le moment|cette fois(?:-ci)?|aujourd'?hui)\b")
-# Said of memory itself: "modifie claude.md pour …", "retiens que …", "garde en mémoire …".
-_FR_KEEP = _re(r"^(?:retiens|souviens[- ]toi|garde en m[ée]moire)\b|^(?:mets?|met|modifie|ajoute|[ée]cris|enregistre|note|"
-               r"sauvegarde)\b[^.?!]{0,40}?(?:claude\.md|agents\.md|\b(?:ta|la) m[ée]moire)")  # fmt: skip
-_FR_FROM_NOW = _re(r"\b(?:d[ée]sormais|dor[ée]navant|[àa] partir de maintenant|[àa] l'avenir)\b")
-_FR_ALWAYS_NEVER = _re(r"^(?:toujours|ne jamais|jamais)\b|^(?:ne |n')\w+ jamais\b|^(?:il faut|tu dois|on doit) (?:toujours|jamais)\b")
-# A lasting scope said anywhere: "la prochaine fois", "à chaque fois", "à chaque début de session".
-_FR_SCOPE = _re(r"\b(?:la prochaine fois|les prochaines fois|(?:[àa] )?chaque fois|(?:[àa]|en) chaque (?:d[ée]but de )?session|"
-                r"toujours|jamais)\b")  # fmt: skip
-_FR_IMPERATIVE = _re(r"^(?:mets?|met|modifie|ajoute|utilise|fais|garde|v[ée]rifie|[ée]cris|supprime|lance|commite?|"
-                     r"mets? [àa] jour|met a jour|n'|ne )")  # fmt: skip
-_FR_PREFER = _re(r"^(?:je pr[ée]f[èe]re|on pr[ée]f[èe]re)\b")
-# What the user wants of a named thing, as _WANT_THING_TO: "j'aimerais que le log global ait des filtres …".
-_FR_WANT_THING = _re(r"^(?:j'aimerais|je voudrais|je veux|il faudrait|il faut)\s+que\s+(?:le|la|les|l'|mon|ma|mes|notre|nos|chaque|tout|tous)\s*\w")
-# What is in brackets is often quoted ("(last hour, last day)"): it says nothing of the sentence's language.
-_IN_BRACKETS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
-
-
-def written_in_french(text: str) -> bool:
-    words = re.findall(r"[a-zàâçéèêëîïôûùüÿœ']+", _IN_BRACKETS.sub(" ", text).lower())
-    french = {w for w in words if w in _FRENCH_WORDS}
-    return len(french) >= 3 and sum(w in _FRENCH_WORDS for w in words) * 4 >= len(words)
-
-
-def _french_statement(text: str) -> Statement | None:
-    """A French sentence's instruction, said plainly (a memory request, "désormais …", "toujours …", "ne
-    … jamais") or once (an imperative with a lasting scope: "… pour que la prochaine fois tu …")."""
-    if _FR_QUESTION.search(text) or (_FR_ONE_OFF.search(text) and not _FR_FROM_NOW.search(text)):
+def _cued_statement(text: str, language: Language) -> Statement | None:
+    """A French, Spanish or German sentence's instruction, by its language's cue words (memory/cue_languages.py)."""
+    found = cued_instruction(text, language)
+    if found is None:
         return None
-    said = text if len(text) <= MAX_STATEMENT_CHARS else None
-    # The sentence, then each clause after a comma: "la vraie url est …, modifie le prompt pour … la prochaine fois".
-    for clause in [text, *re.split(r"[,;]\s*", text)[1:]]:
-        core = re.sub(r"(?i)^(?:(?:ok|oui|et|aussi|alors|donc|stp|s'il te pla[iî]t|en fait|du coup|bon)[,\s]+)+", "", clause).strip()
-        if _FR_KEEP.search(core) or _FR_FROM_NOW.search(core) or _FR_ALWAYS_NEVER.search(core):
-            return Statement("rule", said or clean_sentence(clause), PLAIN, replaced_terms(text))
-        if _FR_PREFER.search(core):
-            return Statement("preference", said or clean_sentence(clause), PLAIN, replaced_terms(text))
-        if _FR_SCOPE.search(core) and _FR_IMPERATIVE.search(core):
-            return Statement("rule", said or clean_sentence(clause), HEDGED, replaced_terms(text))
-        if _FR_WANT_THING.search(core):
-            return Statement("decision", said or clean_sentence(clause), HEDGED, replaced_terms(text))
-    return None
+    said = text if len(text) <= MAX_STATEMENT_CHARS else clean_sentence(found.clause)
+    return Statement(found.kind, said, PLAIN if found.plain else HEDGED, replaced_terms(text))
 
 
 def _unique(items: list[Statement]) -> list[Statement]:
