@@ -318,6 +318,7 @@ def test_design_decisions_in_the_first_person_are_said_once(prompt, kind):
     "we should be fine now",
     "we should fix the login bug first",  # the next move, not how things are to be
     "we should check the logs again",
+    "this project also uses siyuan to document stuff so we should include that too",  # the matter at hand
     "I will use the debugger to find where it hangs",
     "I want it to be tested so that we can merge it now",
     "we should probably restart the worker",

@@ -208,7 +208,7 @@ _PICKS_AN_OPTION = _re(r"\b(?:option|approach|alternative|plan|choice|variant|so
                        r"\b(?:that|this|the) one\b|\b(?:yours|mine)\b")  # fmt: skip
 _TASK_BOUND = _re(r"\b(?:yet|for now|this time|right now|at the moment|for the moment|today|temporarily|in this (?:pr|commit|task|"
                   r"session|change|branch|file|function|test|step)|this (?:pr|commit|file|function|test|branch)|these (?:files|tests)|"
-                  r"(?:it|them|those|this|that|these)\s*$)\b")  # fmt: skip
+                  r"(?:it|them|those|this|that|these)(?:\s+(?:too|as well))?\s*$)\b")  # fmt: skip
 
 
 def standing_statements(prompt: str, *, answers_a_question: bool = False) -> list[Statement]:
