@@ -21,6 +21,7 @@ from memory_anchor.worker.context.layers import approvals_section, conflicts_sec
 from memory_anchor.worker.context.model import BuiltContext, ContextRequest, Section, SectionBuilder, estimate_tokens
 from memory_anchor.worker.context.sessions import activity_section, outcomes_section
 from memory_anchor.worker.memory.text import line_key
+from memory_anchor.worker.store.dialect import one_moment, one_step
 from memory_anchor.worker.store.records import View, resolve_view
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,14 @@ FIRST_RUN_NOTE = (
 
 
 def build_context(request: ContextRequest, conn) -> BuiltContext:
+    # The sections read one moment of memory: a root cause written between the facts section and the
+    # session lines (another worker's, on a team database) would be left out of both.
+    with one_moment(conn):
+        sections = _sections(request, conn)
+    return _fit(request, sections)
+
+
+def _sections(request: ContextRequest, conn) -> list[Section]:
     try:
         view = resolve_view(conn, request.branch)
     except Exception:  # an unreadable branch registry must not cost the identity section
@@ -59,12 +68,18 @@ def build_context(request: ContextRequest, conn) -> BuiltContext:
     sections: list[Section] = []
     for builder in SECTIONS:
         try:
-            section = builder(request, conn, view)
+            with one_step(conn):
+                section = builder(request, conn, view)
         except Exception:  # one broken section must never blank the others (identity first)
             log.exception("context section %s failed", builder.__name__)
             continue
         if section is not None and section.lines:
             sections.append(section)
+    return sections
+
+
+def _fit(request: ContextRequest, sections: list[Section]) -> BuiltContext:
+    """The sections in order, each within its share of the token budget, all within `max_chars`."""
     content = [s for s in sections if not s.always]
     if not content:
         fixed = [s for s in sections if s.always]

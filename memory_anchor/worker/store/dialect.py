@@ -10,6 +10,8 @@ PostgreSQL one "postgres". Nothing rewrites SQL after the fact.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 SQLITE = "sqlite"
@@ -32,6 +34,40 @@ def truth(dialect: str, value: bool) -> str:
     if dialect == SQLITE:
         return "1" if value else "0"
     return "true" if value else "false"
+
+
+@contextmanager
+def one_moment(conn: Any) -> Iterator[None]:
+    """Every read on `conn` inside sees the store as it was at the first: what reads in several steps
+    (a briefing's sections) reads one moment of memory, not a write that lands between two steps.
+    Read-only: nothing to keep or undo at the end. Nothing is done when `conn` is inside a transaction
+    already (a write's, whose reads see its own changes)."""
+    if conn.in_transaction:
+        yield
+        return
+    # SQLite's read transaction keeps the snapshot of its first read (WAL); PostgreSQL's default
+    # isolation takes a new one at each statement, REPEATABLE READ keeps the first.
+    conn.execute("BEGIN" if dialect_of(conn) == SQLITE else "BEGIN ISOLATION LEVEL REPEATABLE READ")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+@contextmanager
+def one_step(conn: Any) -> Iterator[None]:
+    """A step of a `one_moment` read whose failure must not spoil the steps after it: PostgreSQL
+    refuses every statement of a transaction after an error until it is rolled back to a savepoint."""
+    if not conn.in_transaction:
+        yield
+        return
+    conn.execute("SAVEPOINT one_step")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK TO SAVEPOINT one_step")
+        raise
+    conn.execute("RELEASE SAVEPOINT one_step")
 
 
 def table_exists(conn: Any, name: str) -> bool:
