@@ -359,6 +359,11 @@ def test_chinese_tasks_are_not(prompt):
     assert standing_statements(prompt) == []
 
 
+def test_a_chinese_decision_said_plainly_stays_plain_whatever_else_it_asks():
+    [statement] = standing_statements("我需要你全部改用 pnpm")
+    assert (statement.kind, statement.confidence) == ("decision", 0.9)
+
+
 def test_a_rule_in_the_users_thinking_aloud_is_a_design_still_in_talk():
     prompt = ("I'm trying to think of all the cases but the big idea is that if the start date changed and there is "
               "data in older months, we need to clear it, but we must always rerun the totals if the start date is sent "

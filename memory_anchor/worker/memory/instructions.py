@@ -610,12 +610,12 @@ def _without_leading_questions(sentence: str) -> str:
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
     if CJK_PREFERENCE.search(sentence):
         kind = "preference"
-    elif CJK_WANTS_ONCE.search(sentence) and not CJK_RULE.search(sentence):
-        return Statement("preference", text, HEDGED, replaced_terms(sentence))
     elif CJK_DECISION.search(sentence):
         kind = "decision"
     elif CJK_RULE.search(sentence):
         kind = "rule"
+    elif CJK_WANTS_ONCE.search(sentence):  # only when nothing says it plainly ("我需要你全部改用 pnpm" decides)
+        return Statement("preference", text, HEDGED, replaced_terms(sentence))
     else:
         return None
     if CJK_RULE.search(sentence) and kind == "decision" and not replaced_terms(sentence):
