@@ -29,10 +29,15 @@ def _briefing(model) -> str:
     return build.build_context(ContextRequest(project="/p", services=services), model.db.reader()).text
 
 
-def test_a_root_cause_written_while_the_briefing_is_built_is_in_it_once(model, monkeypatch):
+def _session_that_found_the_cause(model) -> None:
+    """A session's summary with its root cause, not yet a verified fact."""
     with model.db.transaction() as conn:
         Records.put(conn, "summary", "Fixed the flaky checkout test", project="/p", session_id="s1",
                     data={"done": ["Fixed the flaky checkout test"], "root_causes": [CAUSE]})  # fmt: skip
+
+
+def test_a_root_cause_written_while_the_briefing_is_built_is_in_it_once(model, monkeypatch):
+    _session_that_found_the_cause(model)
 
     def meanwhile(request, conn, view) -> Section | None:  # the fact lands after the facts section read
         model.facts.add(FactIn(text=f"Fixed the flaky checkout test: {CAUSE}", category="bugfix", project="/p"))
@@ -49,9 +54,7 @@ def test_a_root_cause_written_while_the_briefing_is_built_is_in_it_once(model, m
 
 def test_a_section_that_fails_spoils_none_after_it(model, monkeypatch):
     """On PostgreSQL a failed statement spoils the rest of its transaction unless it is rolled back."""
-    with model.db.transaction() as conn:
-        Records.put(conn, "summary", "Fixed the flaky checkout test", project="/p", session_id="s1",
-                    data={"done": ["Fixed the flaky checkout test"], "root_causes": [CAUSE]})  # fmt: skip
+    _session_that_found_the_cause(model)
 
     def broken(request, conn, view) -> Section | None:
         conn.execute("SELECT no_such_column FROM records")

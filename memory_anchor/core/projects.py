@@ -193,7 +193,7 @@ def without_root(text: str, project: str | None) -> str:
     if root.startswith("/") and len(root) > 1:
         return text.replace(root + "/", "")
     if _windows_path(root):
-        import re
+        import re  # here only: the hooks import this module for `project_for_cwd` and never come here
 
         parts = [re.escape(part) for part in re.split(r"[\\/]", root.rstrip("\\/"))]
         return re.sub(r"[\\/]".join(parts) + r"[\\/]", "", text, flags=re.IGNORECASE)

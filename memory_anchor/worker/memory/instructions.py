@@ -567,9 +567,8 @@ def _said_once_form(core: str) -> tuple[str, float] | None:
     if _RUNS_FROM.match(core) or (_WANT_IT_FOR.match(core) and not (_GUESSED.search(core) or _NEXT_MOVE.search(core))):
         return "decision", HEDGED
     opinion = _OPINION_LEAD.sub("", core, count=1)
-    if _WE_SHOULD.match(opinion) and _NEXT_MOVE.search(opinion):
-        return None
-    if (_THING_SHOULD.match(opinion) or _WE_SHOULD.match(opinion) or _WANT_THING_TO.match(core)) and not (_TASK_BOUND.search(core) or _GUESSED.search(core)):
+    we_settle = _WE_SHOULD.match(opinion) and not _NEXT_MOVE.search(opinion)
+    if (_THING_SHOULD.match(opinion) or we_settle or _WANT_THING_TO.match(core)) and not (_TASK_BOUND.search(core) or _GUESSED.search(core)):
         return "decision", HEDGED
     return None
 
