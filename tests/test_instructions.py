@@ -255,9 +255,23 @@ def test_a_list_the_user_asks_to_put_in_claude_md_is_one_rule_an_item():
     assert [s.text for s in found] == ["少说话，多做事", "不确定就问我"]
 
 
+@pytest.mark.parametrize("prompt, said", [
+    ("can you save in your memory where the docker folder is?", "can you save in your memory where the docker folder is"),
+    # typos and all, without why it is to be kept
+    ("can you save in teh momory the location of the addons, docker and docs folders and the command to update the "
+     "modules, so next time i run claude in any of them you understand the same requests?",
+     "can you save in teh momory the location of the addons, docker and docs folders and the command to update the "
+     "modules"),
+])  # fmt: skip
+def test_a_polite_request_to_keep_what_claude_knows_of_a_thing_is_said_once_in_the_users_words(prompt, said):
+    """What is to be kept is Claude's to fill in, so the briefing can show only the ask, as the user put it."""
+    [statement] = standing_statements(prompt)
+    assert (statement.text, statement.confidence) == (said, 0.75)
+
+
 @pytest.mark.parametrize("prompt", [
-    "can you save in your memory where the docker folder is?",  # names what to keep, for Claude to fill in
     "why did you save that in your memory?",
+    "can you save it in your memory?",  # keeps what was just said: nothing the briefing could show
     "add memory search to the worker",
     "use a generator here to save memory",
     "this will save memory and time on big files",

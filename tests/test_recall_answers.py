@@ -50,6 +50,37 @@ def test_recall_answers_from_earlier_replies_and_is_quiet_without_an_answer(work
     assert recall("which kafka topics does the billing consumer read from?") == ""
 
 
+LOOKED = ("About the laptop freezing when it goes to sleep: I read the flake, the hardware module and the power "
+          "settings, and compared them with what the machine "
+          "had before the configuration was split into lib/. The swap partition and the resume device are set as "
+          "they were. The kernel parameters are the defaults of nixos-hardware for this model. The display manager "
+          "and the compositor start as before, and the journal of the last boot shows no error before the freeze. ")  # fmt: skip
+FOUND = "The T500 freezes on resume from sleep because NVIDIA power management is off in its hardware module."
+
+
+def test_a_long_reply_is_recalled_by_its_part_that_answers_with_what_it_replied_to(worker, tmp_path: Path) -> None:
+    """Claude's reply often answers after its preamble; its opening would cut the answer off. And
+    the user's words it replied to are part of what it says ("it's behind the webBackfillLoad flag")."""
+    recall = _past_session(worker, tmp_path, "laptop-conf", [
+        ("the laptop locks up when it goes to sleep, it's the thinkpad with the gen3 config", LOOKED + FOUND),
+        ("ok, leave it for now and tidy up the readme", "The README now lists the three hosts.")])  # fmt: skip
+
+    context = recall("why did the T500 freeze on resume, what did we find?")
+    assert "NVIDIA power management is off" in context
+    assert '[claude said to "the laptop locks up when it goes to sleep, it\'s the thinkpad with the gen3 config"] …' in context
+
+
+def test_an_excerpt_keeps_the_opening_unless_a_later_sentence_says_more_of_the_prompt():
+    from memory_anchor.worker.context.recall import excerpt
+    from memory_anchor.worker.memory.cues import terms
+
+    reply = "The cache is rebuilt at start-up. " + "Nothing else changed in the worker. " * 12 + "The cache key is the file's hash."
+    assert excerpt(reply, terms("when is the cache rebuilt?"), 120).startswith("The cache is rebuilt at start-up.")
+    keyed = excerpt(reply, terms("what is the cache key made of? the hash?"), 120)
+    assert keyed.startswith("…Nothing else changed") and keyed.endswith("The cache key is the file's hash.")
+    assert excerpt(reply, set(), 60) == "The cache is rebuilt at start-up. Nothing else changed in…"
+
+
 MARKET = "现阶段先不做德国市场：德国对 OEKO 认证要求很高，而我们还没有任何国际市场准入认证。"
 REPORT = "月度复盘报告已经生成，统一放在桌面的“运营复盘”文件夹里，格式是 Word（.docx），方便你直接转发。"
 

@@ -16,6 +16,7 @@ nothing on the subject.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memory_anchor.schemas.events import RecallRequest
@@ -27,7 +28,7 @@ from memory_anchor.worker.context.sessions import activity_text, outcome_line
 from memory_anchor.worker.context.staleness import mark, marks
 from memory_anchor.worker.memory.cues import share_said, subject_terms, terms
 from memory_anchor.worker.memory.instructions import is_question
-from memory_anchor.worker.memory.text import clip, line_key
+from memory_anchor.worker.memory.text import ELLIPSIS, clip, line_key, one_line
 from memory_anchor.worker.memory.user_words import subject
 from memory_anchor.worker.store.cjk import written_in_cjk
 from memory_anchor.worker.store.present import record_to_wire
@@ -43,6 +44,7 @@ SUBJECT_SAID = 0.6  # of a CJK prompt's subject, in a memory: it says most of it
 LINE_CHARS = 300
 COMMAND_CHARS = 200  # a command Claude ran, in full as far as a line allows: how it was done is often the answer
 SESSION_LINE_CHARS = 420
+ASKED_CHARS = 120  # of what the user asked that a recalled reply of Claude's answered
 SESSION_PATH_CHARS = 160  # a file a recalled session changed, by its whole path: Claude may open it
 
 
@@ -87,7 +89,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     found = marks(services, rules + sessions + hits, project, request.session_id)
     lines, results, seen = [], [], set()
     for record in rules + sessions + hits:
-        line = recall_line(record)
+        line = recall_line(record, terms(request.prompt))
         key = line_key(line)
         if record["id"] in seen or key in seen:
             continue
@@ -144,19 +146,48 @@ def subject_said(hits: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]
     return [h for share, _, h in sorted(said, key=lambda t: (-t[0], t[1])) if share >= SUBJECT_SAID]
 
 
-def recall_line(record: dict[str, Any]) -> str:
+def recall_line(record: dict[str, Any], wanted: set[str] = frozenset()) -> str:
+    """A memory as one line; of a long reply or prompt, the part that says most of `wanted` (the prompt's terms)."""
     kind = record["kind"]
     if kind == "fact" and (record.get("type") or "") in STANDING:
         return f"[{LABELS[record['type']]}] {clip(record['text'], LINE_CHARS)}"
-    if kind == "observation":
-        return f"[{record.get('type') or 'observation'}] {clip(activity_text(record, command_chars=COMMAND_CHARS), LINE_CHARS)}"
+    if kind == "observation":  # what was done, then of what came of it the part the prompt asks about
+        done, arrow, came = activity_text(record, command_chars=COMMAND_CHARS).partition(" → ")
+        if arrow and len(done) + len(arrow) + len(came) > LINE_CHARS:
+            done = clip(done, LINE_CHARS // 2)
+            came = excerpt(came, wanted, LINE_CHARS - len(done) - len(arrow))
+        return f"[{record.get('type') or 'observation'}] {clip(done + arrow + came, LINE_CHARS)}"
     if kind == "summary":  # a session says more: what was asked, why it broke, what changed
         return "[session] " + clip(outcome_line(record, path_chars=SESSION_PATH_CHARS)[2:], SESSION_LINE_CHARS)
     if kind == "transcript":  # Claude's own words in an earlier session: an explanation, a reason, what failed
-        return f"[claude said] {clip(record.get('text') or '', SESSION_LINE_CHARS)}"
+        # with what it replied to: the user's own words there often hold the answer ("it's behind the webBackfillLoad flag")
+        title = str(record.get("title") or "")
+        to = f' to "{clip(title[4:], ASKED_CHARS)}"' if title.startswith("Re: ") and title[4:].strip() else ""
+        return f"[claude said{to}] {excerpt(record.get('text') or '', wanted, SESSION_LINE_CHARS)}"
     if kind == "prompt":  # the user's own words, when Claude asked
-        return f"[user said] {clip(record.get('text') or '', SESSION_LINE_CHARS)}"
+        return f"[user said] {excerpt(record.get('text') or '', wanted, SESSION_LINE_CHARS)}"
     return f"[{kind}] {clip(record.get('text') or record.get('title') or '', LINE_CHARS)}"
+
+
+_SENTENCE_START = re.compile(r"(?<=[.!?;。！？；])\s+(?=\S)|(?<=[。！？；])(?=\S)|\s+(?=[-*•]\s|\d+[.)]\s)")
+
+
+def excerpt(text: str, wanted: set[str], limit: int) -> str:
+    """`text` clipped to `limit`, from the first sentence from which the most of `wanted` fits in it.
+
+    A reply of an earlier session often answers in its middle ("…Here's what I found: the
+    root cause is …"); its first `limit` characters would keep the preamble and cut the answer.
+    The opening is kept unless a later start says more of what the prompt asks."""
+    flat = one_line(text)
+    if len(flat) <= limit or not wanted:
+        return clip(flat, limit)
+    room = limit - len(ELLIPSIS)
+    best, said = 0, len(wanted & terms(flat[:limit]))
+    for start in (m.end() for m in _SENTENCE_START.finditer(flat)):
+        here = len(wanted & terms(flat[start : start + room]))
+        if here > said:  # the first start that shows more: as much of what leads to it as fits
+            best, said = start, here
+    return clip(flat, limit) if best == 0 else ELLIPSIS + clip(flat[best:], room)
 
 
 def named_sessions(services: ContextServices, view, project: str | None, prompt: str,

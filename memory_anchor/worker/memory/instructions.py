@@ -230,7 +230,7 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
                 continue
             if listing and kept is None and not is_fragment(sentence) and not is_question(sentence):
                 kept = clean_sentence(_NUMBERED.sub("", sentence))
-            statement = _kept(kept) if kept else _statement(sentence)
+            statement = _kept(kept) if kept else (_named_to_keep(sentence) or _statement(sentence))
             if statement is not None and answers_a_question and statement.confidence < PLAIN:
                 statement.confidence = REPLY if statement.kind == "decision" else min(statement.confidence, HEDGED)
             if statement is not None:
@@ -252,6 +252,8 @@ _KEEP_IT_CJK = re.compile(rf"(?i)记住|记下来|(?:更新|写|加|添加|输�
 
 # What opens the thing to keep after the request: "… that we deploy with compose", "…: tests run with …".
 _KEPT_OPENS = _re(r"^\s*(?:that|:)\s+(?=\S)")
+# What follows a request to keep something: why it is kept ("…, so next time you know"), cut from what is kept.
+_KEEP_PURPOSE = re.compile(r"(?i)\?|,?\s+so(?: that)?\s+(?:next time|in (?:the )?future|later|you)\b")
 # A request put as a question: "can you save in your memory that …?" asks for it as plainly as "save …".
 _POLITE_ASK = _re(r"^(?:(?:ok(?:ay)?|so|and|also|hey|please|pls)[,\s]+)*(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+|also\s+)?(?=\w)")
 
@@ -271,7 +273,7 @@ def _to_keep(sentence: str) -> str | None:
         # fill in ("can you save in your memory where the docker folder is?").
         if polite is None or polite.end() != match.start() or not _KEPT_OPENS.match(sentence[match.end():]):
             return None
-        sentence = re.split(r"\?|,?\s+so(?: that)?\s+(?:next time|in (?:the )?future|later|you)\b", sentence)[0]
+        sentence = _KEEP_PURPOSE.split(sentence)[0]
     if sentence.rstrip().endswith((":", "：")):
         return ""
     if cjk:
@@ -284,6 +286,24 @@ def _to_keep(sentence: str) -> str | None:
     before = re.sub(r"(?i)\s*\b(?:and|also|so|please)\s*$", "", before).strip()
     said = after if len(after.split()) >= 3 else before
     return clean_sentence(said) if len(said.split()) >= 3 else None
+
+
+
+
+def _named_to_keep(sentence: str) -> Statement | None:
+    """A polite request to keep what Claude knows of a thing it names ("can you save in teh momory the location
+    of the custom_addons, docker and docs folders …?"): the user's own request, said once. It asks for memory
+    as plainly as "save …", but what is to be kept is Claude's to fill in, so the briefing can only show the ask."""
+    if has_cjk(sentence) or not is_question(sentence):
+        return None
+    match = _KEEP_IT.search(sentence)
+    polite = _POLITE_ASK.match(sentence)
+    if match is None or polite is None or polite.end() != match.start() or _KEPT_OPENS.match(sentence[match.end():]):
+        return None
+    named = _KEEP_PURPOSE.split(sentence[match.end():])[0].strip(" .,;:-")
+    if len(named.split()) < 3 or _ABOUT_THIS.match(f"keep it {named}") or re.match(r"(?i)(?:it|this|that|them)\b", named):
+        return None
+    return Statement("rule", clean_sentence(_KEEP_PURPOSE.split(sentence)[0]), HEDGED)
 
 
 _NUMBERED = re.compile(r"^\s*\d+\s*[.、)）]\s*")
