@@ -133,6 +133,7 @@ def said_once(prompt: str, **kw) -> list[tuple[str, str]]:
     ("make sure that the release script updates the changelog if  neede", "rule"),
     ("be sure to also use the shared fixtures. you can add new ones per module", "rule"),
     ("yes. also be sure to allow for dark mode and potentially a compact view if possible", "rule"),
+    ("add the new module to the menu, ensure to add the dependencies without create cicles", "rule"),
     # an imperative with a lasting scope, the scope word mistyped
     ("start adding the build number to the footer eqch time so i can tell which one loaded", "rule"),
     ("KEEP THE API DOCS UPDATED THROUGHOUT EVERY SESSION", "rule"),
@@ -157,6 +158,9 @@ def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     "lets move to phase 4",                        # a go-ahead: the work goes on
     "then lets do 1. be sure to document all of this",  # picks an option; "all of this" is the task at hand
     "make sure the server is up to date",          # checks a state now
+    "ensure that the build passes",
+    "run a bootstrap sync and ensure it contains the field names I expect",  # "ensure" of the task at hand
+    "ensure same functionality in the crm module",
     "dont revert anything, figure out why it broke",  # a prohibition about the task at hand
     "we can deal with that whenever best",         # schedules one thing
     "I can track many things, but always return to the main thread",  # the user about themselves

@@ -17,7 +17,7 @@ the user gave, as a lasting instruction, in their own words. Two tests decide:
    pick an option ("let's go with the second one"), conditions ("if we drop
    …"), narration ("I have a project where I never …") and fragments (a
    heading, a clause ending in ":", a sentence cut off) never do. Most people
-   seldom say "always": "make sure that X updates Y", "be sure to also use X",
+   seldom say "always": "make sure that X updates Y", "be sure to also use X", "ensure to …",
    an imperative or "i want you to …" with a lasting scope said anywhere
    ("throughout sessions", "each time", "when possible", even mistyped "eqch
    time"), "X must be …" of a thing, "let's have one X for …", "I want to have
@@ -119,7 +119,7 @@ _STOP_DOING = _re(r"^(?:stop|quit|no more)\s+\w+ing\b|^no more\s+\w+")
 _MODAL_WE_YOU = _re(r"^(?:you|we)\s+(?:should|must|need to|have to|shall|are to|'ll|will)\s+(?:always|never|not ever)\b"
                     r"|^(?:you|we)\s+(?:always|never)\s+(?!seem|get|got|had|have been)\w+")  # fmt: skip
 _WANT_YOU = _re(r"^i(?:'d| would)? (?:want|like|need) you to (?:always|never)\b|^i don'?t want you to (?:ever )?\w+")
-_MAKE_SURE = _re(r"^(?:make sure|be sure|remember|don'?t forget)\b")
+_MAKE_SURE = _re(r"^(?:make sure|be sure|ensure (?=to|that)|remember|don'?t forget)\b")
 _WHEN_WORDS = _re(r"\b(?:always|never|every|each|whenever|before (?:you |we )?\w+|after (?:you |we )?\w+|"
                   r"any ?time|all (?:the )?\w+s)\b")  # fmt: skip
 _THING_MUST = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|one)\b)[\w`'\".-]+(?: [\w`'\".-]+){0,5}\s+"
@@ -193,7 +193,7 @@ _MAY_SCOPE = _re(r"\b(?:when(?:ever)? (?:possible|needed|useful|appropriate|nece
 # A request about the matter at hand: "deal with that", "fix this", "look at it".
 _ABOUT_THIS = _re(r"^\S+\s+\S+\s+(?:\S+\s+)?(?:with\s+|at\s+|on\s+)?(?:that|this|it|these|those|them)\b")
 # What a "make sure" checks now rather than asks to keep: a state ("make sure siyuan is up to date").
-_CHECKS_A_STATE = _re(r"^(?:make|be) sure(?: that)?\s+(?:\S+\s+){1,4}?(?:is|are|was|were|works?|passes|pass|runs|builds|compiles|"
+_CHECKS_A_STATE = _re(r"^(?:(?:make|be) sure|ensure)(?: that)?\s+(?:\S+\s+){1,4}?(?:is|are|was|were|works?|passes|pass|runs|builds|compiles|"
                       r"loads|exists|has been|have been|looks|matches|got)\b")  # fmt: skip
 # Work steps: "lets move to phase 4" goes on with the work; it sets nothing that lasts.
 _WORK_STEP = _re(r"\b(?:move|go|get|jump|skip|proceed|continue|switch)\s+(?:on\s+)?(?:to|with)\s+(?:the\s+)?(?:next\b|phase|step|stage|part|"
@@ -324,10 +324,10 @@ _PIECE_BREAK = re.compile(r"(?<=[.!?;])\s+")  # a new sentence, even one the use
 # Where an instruction may start inside a sentence: "update the docs and i also want you to …".
 # A clause after "and"/"but" without its own subject shares the sentence's ("I can track …, but always
 # return"), so it opens an instruction only with a subject or an instruction's own words.
-_CLAUSE_START = _re(r"(?:,\s*|\s+)(?:and|but|so|also|then|plus)\s+(?=(?:i|we|you|also|please|make sure|be sure)\b)"
+_CLAUSE_START = _re(r"(?:,\s*|\s+)(?:and|but|so|also|then|plus)\s+(?=(?:i|we|you|also|please|make sure|be sure|ensure (?:to|that))\b)"
                     # what a fact implies for the work: "X is mutable so only run those on a copy"
                     r"|(?:,\s*|\s+)so\s+(?=(?:always|never|only)\s+[a-z])"
-                    r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|from now on|going forward)\b)")  # fmt: skip
+                    r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|ensure (?:to|that)|from now on|going forward)\b)")  # fmt: skip
 
 
 def _statement(sentence: str) -> Statement | None:
