@@ -155,6 +155,34 @@ def test_only_python_39_the_user_is_told_once_per_session_and_events_are_kept(tm
     assert names == ["SessionStart", "UserPromptSubmit", "PostToolUse", "SessionStart"]
 
 
+def test_a_build_this_hook_starts_is_setting_up_even_when_it_fails_before_the_hook_speaks(tmp_path, monkeypatch):
+    """The bootstrap runs beside the hook that set it off and can fail before that hook prints (no
+    Python 3.10+ is found in milliseconds). What a session is told says how it began: setting up;
+    the build's reason is told by the next session, as the test above shows."""
+    from memory_anchor.hookkit import runner
+
+    data = tmp_path / "data"
+    data.mkdir()
+    version = launcher.plugin_version(str(ROOT))
+
+    def start_a_build_that_fails_at_once(plugin_root, data_dir, *, retry_now=False):
+        status.record_failure(data_dir, version, "it needs Python 3.10+, found 3.9", "install Python 3.10+", "")
+        return launcher.BOOTSTRAP_STARTED
+
+    monkeypatch.setattr(launcher, "ensure_worker", start_a_build_that_fails_at_once)
+    monkeypatch.setattr(launcher, "worker_python", lambda root, data_dir: None)
+    hook = runner.Hook("SessionStart", json.dumps(base_payload("SessionStart", "s1", "/tmp/p")).encode(), str(data))
+    hook.finish_delivery(None)  # no worker: spooled, and a build started
+    user, _ = runner.memory_notice(hook, str(ROOT))
+    assert user.startswith("Memory Anchor is setting up its Python environment")
+
+    later = runner.Hook("SessionStart", json.dumps(base_payload("SessionStart", "s2", "/tmp/p")).encode(), str(data))
+    monkeypatch.setattr(launcher, "ensure_worker", lambda plugin_root, data_dir, *, retry_now=False: "waiting")
+    later.finish_delivery(None)
+    user, _ = runner.memory_notice(later, str(ROOT))
+    assert user.startswith("Memory Anchor is off: it needs Python 3.10+, found 3.9 (install Python 3.10+)")
+
+
 def test_a_worker_that_does_not_start_is_reported(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

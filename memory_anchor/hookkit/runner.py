@@ -73,6 +73,9 @@ class Hook:
         self.info = wire.read_worker_info(paths.data_file(paths.WORKER_INFO, data_dir))
         self.worker_reachable = False
         self.bootstrap_started = False
+        # The last failed build as it stood before this hook started another: what the session is told
+        # describes how it began, not a race with the build this hook set off (`memory_notice`).
+        self.failure_before: tuple[str, dict] | None = None
         self._payload: dict | None = None
         self.fork: str | None = None  # the session a 2.1.197 fork's SessionStart stands for (its payload is the parent's)
 
@@ -134,8 +137,9 @@ class Hook:
             log(self.data_dir, self.event, f"the spool reached its cap ({spool.megabytes(spool.cap_bytes(self.data_dir))} MB): "
                 f"dropped its {dropped} oldest events, kept the newest")  # fmt: skip
         if not self.worker_reachable:
-            from memory_anchor.hookkit import launcher
+            from memory_anchor.hookkit import launcher, status
 
+            self.failure_before = status.read_failure(self.data_dir)
             # A new session retries a failed build at once: the user may just have fixed its cause.
             new_session = self.event == "SessionStart" and self.payload.get("source") in (None, "startup", "resume", "fork")
             done = launcher.ensure_worker(plugin_root(), self.data_dir, retry_now=new_session)
@@ -220,6 +224,7 @@ def memory_notice(hook: Hook, root: str) -> tuple[str, str] | None:
         environment_ready=launcher.worker_python(root, hook.data_dir) is not None,
         worker_reachable=hook.worker_reachable,
         building=hook.bootstrap_started or launcher.bootstrap_running(hook.data_dir),
+        failure=hook.failure_before if hook.bootstrap_started else status.read_failure(hook.data_dir),
     )  # fmt: skip
     if problem is not None:
         return problem.user, problem.claude

@@ -107,18 +107,19 @@ def spool_note(data_dir: str) -> str:
 
 
 def current_problem(
-    plugin_root: str, data_dir: str, *, version: str, environment_ready: bool, worker_reachable: bool, building: bool
+    plugin_root: str, data_dir: str, *, version: str, environment_ready: bool, worker_reachable: bool, building: bool,
+    failure: tuple[str, dict] | None,
 ) -> Problem | None:
     """What to tell the user at SessionStart, or None when memory works.
 
     `version` is the plugin's, `environment_ready` whether its Python environment is
-    built (the launcher knows both; this module only reads and writes the records).
+    built (the launcher knows both; this module only reads and writes the records);
+    `failure` the last failed build that counts (`read_failure`'s answer, read by the caller).
     """
     if worker_reachable:
         return None
     doctor = doctor_command(plugin_root)
     dropped = spool_note(data_dir)
-    failure = read_failure(data_dir)
     if failure is not None and failure[0] == version and not environment_ready:
         # The last build's reason, even while a retry runs: the user may not have fixed it yet.
         problem, fix = failure[1].get("problem") or "setting up failed", failure[1].get("fix") or ""
