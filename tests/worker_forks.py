@@ -50,6 +50,10 @@ def _preload() -> None:
     import memory_anchor.worker.__main__  # noqa: F401
     import memory_anchor.worker.app  # noqa: F401
     import tests.chroma_forks  # noqa: F401 - what a worker's Chroma processes are started with
+    # The MCP SDK, which a worker imports at its first MCP session (about a second of CPU): under the
+    # stress run that took more than the SDK client's fixed 10 s for `server/discover`. A worker started
+    # plainly (as the hooks start one) still imports it then.
+    import memory_anchor.mcp.endpoint  # noqa: F401
 
 
 def _threads() -> int:
