@@ -60,6 +60,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
              if not request.session_id or f.get("session_id") != request.session_id]  # in this session's context already
     sessions = named_sessions(services, view, project, request.prompt, besides=request.session_id)
     question = asks(request.prompt)
+    wanted = terms(request.prompt)
     limit = settings.prompt_recall_limit + (QUESTION_EXTRA if question else 0)
     hits = services.search().search(
         request.prompt,
@@ -76,7 +77,6 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     if written_in_cjk(request.prompt):
         hits = subject_said(hits, request.prompt)
     else:
-        wanted = terms(request.prompt)
         hits = [h for h in hits if holds_an_answer(h, settings.prompt_recall_threshold, wanted)]
     # Of the user's prompts, only what they told Claude when it asked (a path, a setting, a choice): other
     # prompts are requests, and one in the question's words (this one, just captured) is no answer.
@@ -89,7 +89,7 @@ def recall_for_prompt(services: ContextServices, request: RecallRequest, *, proj
     found = marks(services, rules + sessions + hits, project, request.session_id)
     lines, results, seen = [], [], set()
     for record in rules + sessions + hits:
-        line = recall_line(record, terms(request.prompt))
+        line = recall_line(record, wanted)
         key = line_key(line)
         if record["id"] in seen or key in seen:
             continue

@@ -258,6 +258,12 @@ _KEEP_PURPOSE = re.compile(r"(?i)\?|,?\s+so(?: that)?\s+(?:next time|in (?:the )
 _POLITE_ASK = _re(r"^(?:(?:ok(?:ay)?|so|and|also|hey|please|pls)[,\s]+)*(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+|also\s+)?(?=\w)")
 
 
+def _asked_politely(sentence: str, request: re.Match[str]) -> bool:
+    """Whether the keep `request` in a question is asked as a request: "can you" right before it."""
+    polite = _POLITE_ASK.match(sentence)
+    return polite is not None and polite.end() == request.start()
+
+
 def _to_keep(sentence: str) -> str | None:
     """What a sentence asks to be kept, in its words; "" when it introduces a list of them ("在 CLAUDE.md 中写入几个
     原则："), None when it asks nothing of the kind. A question keeps nothing ("why did you save it in memory?"),
@@ -266,12 +272,12 @@ def _to_keep(sentence: str) -> str | None:
     match = (_KEEP_IT_CJK if cjk else _KEEP_IT).search(sentence)
     if match is None:
         return None
-    polite = None
+    polite = False
     if is_question(sentence):
-        polite = None if cjk else _POLITE_ASK.match(sentence)
-        # What it keeps must be said in it ("… that we deploy with compose?"), not named for Claude to
-        # fill in ("can you save in your memory where the docker folder is?").
-        if polite is None or polite.end() != match.start() or not _KEPT_OPENS.match(sentence[match.end():]):
+        polite = not cjk and _asked_politely(sentence, match)
+        # What it keeps must be said in it ("… that we deploy with compose?"); one that names it for
+        # Claude to fill in ("can you save in your memory where the docker folder is?") is `_named_to_keep`'s.
+        if not polite or not _KEPT_OPENS.match(sentence[match.end():]):
             return None
         sentence = _KEEP_PURPOSE.split(sentence)[0]
     if sentence.rstrip().endswith((":", "：")):
@@ -288,8 +294,6 @@ def _to_keep(sentence: str) -> str | None:
     return clean_sentence(said) if len(said.split()) >= 3 else None
 
 
-
-
 def _named_to_keep(sentence: str) -> Statement | None:
     """A polite request to keep what Claude knows of a thing it names ("can you save in teh momory the location
     of the custom_addons, docker and docs folders …?"): the user's own request, said once. It asks for memory
@@ -297,11 +301,11 @@ def _named_to_keep(sentence: str) -> Statement | None:
     if has_cjk(sentence) or not is_question(sentence):
         return None
     match = _KEEP_IT.search(sentence)
-    polite = _POLITE_ASK.match(sentence)
-    if match is None or polite is None or polite.end() != match.start() or _KEPT_OPENS.match(sentence[match.end():]):
+    if match is None or not _asked_politely(sentence, match) or _KEPT_OPENS.match(sentence[match.end():]):
         return None
     named = _KEEP_PURPOSE.split(sentence[match.end():])[0].strip(" .,;:-")
-    if len(named.split()) < 3 or _ABOUT_THIS.match(f"keep it {named}") or re.match(r"(?i)(?:it|this|that|them)\b", named):
+    # Read as "keep it <named>" would be: what names the matter at hand ("this", "that one") names nothing to show.
+    if len(named.split()) < 3 or _ABOUT_THIS.match(f"keep it {named}"):
         return None
     return Statement("rule", clean_sentence(_KEEP_PURPOSE.split(sentence)[0]), HEDGED)
 
