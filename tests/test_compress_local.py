@@ -85,6 +85,22 @@ def test_bash_git_commit_records_the_message() -> None:
     assert "git" in draft.concepts
 
 
+@pytest.mark.parametrize("command, kind", [
+    ('grep -rn "<<<<<<< HEAD\\|>>>>>>> main" services/ 2>&1 | head', "discovery"),  # quoted '>' and 2>&1 write nothing
+    ("cd /repo && grep -n test Makefile 2>/dev/null | head -20", "discovery"),
+    ("go build ./services/... 2>&1", "event"),
+    ("echo 'ready' > status.txt", "change"),
+    ("cat > notes.md <<'EOF'\nthe plan\nEOF", "change"),
+    ("mkdir -p build/out", "change"),
+    ("npm install left-pad", "change"),
+    ("git commit -m \"$(cat <<'EOF'\nFix the cart total\nEOF\n)\"", "change"),  # the repository's state changed
+])  # fmt: skip
+def test_a_command_is_a_change_only_when_it_writes_or_installs(command, kind) -> None:
+    """A change is work done: a session's summary lists the changes' titles as what it completed."""
+    draft = local.compress_tool_use(payload("Bash", {"command": command, "description": "Step"}, {"stdout": "", "stderr": ""}))
+    assert draft.type == kind
+
+
 @pytest.mark.parametrize(
     "command,read,modified",
     [
@@ -240,6 +256,8 @@ def test_session_summary_from_prompts_and_observations() -> None:
         local.compress_tool_use(payload("Bash", {"command": "pytest -q"}, {"stdout": "FAILED tests/test_cart.py::test_x\n1 failed", "stderr": ""})),
         local.compress_tool_use(payload("Edit", {"file_path": "app/cart.py", "old_string": "a", "new_string": "# fix twice\nb"}, {})),
         local.compress_tool_use(payload("TodoWrite", {"todos": [{"content": "Write changelog", "status": "pending"}]}, {})),
+        local.compress_tool_use(payload("Bash", {"command": "npm install left-pad", "description": "Install left-pad"},
+                                        {"stdout": "added 1 package", "stderr": ""})),  # fmt: skip
     ]
     stored = {"kind": "observation", "title": "Created docs/coupons.md", "text": "Created docs/coupons.md",
               "type": "feature", "data": {"files_modified": ["docs/coupons.md"], "summary": "Created docs"}}  # fmt: skip
@@ -250,7 +268,9 @@ def test_session_summary_from_prompts_and_observations() -> None:
     assert summary.request.startswith("Fix the coupon bug") and "also add docs" in summary.request
     assert "Read app/cart.py" in summary.investigated
     assert "Failing test: tests/test_cart.py::test_x" in summary.learned
-    assert "Edited app/cart.py" in summary.completed and "Created docs/coupons.md" in summary.completed
+    # what was completed besides the files it lists as changed (an edit's title would only repeat them)
+    assert "Install left-pad" in summary.completed
+    assert "Edited app/cart.py" not in summary.completed and "Created docs/coupons.md" not in summary.completed
     # A todo item is the agent's working plan, not work the session left: never a next step.
     assert summary.next == ["release 1.2 after review"] and "Write changelog" not in summary.text
     assert summary.files_changed == ["app/cart.py", "docs/coupons.md"] and summary.files[:2] == summary.files_changed

@@ -133,6 +133,36 @@ Does option B feel right?"""
     assert outcome.next_steps == []
 
 
+def test_a_cause_stated_as_a_phrase_keeps_its_label():
+    """Claude often labels a cause and names it in a phrase; lifted out bare, the phrase would read as a
+    fragment ("NVIDIA drivers without proper suspend configuration"), and a phrase with no -s word in it
+    would be dropped. Behind its label it says what the cause was."""
+    message = """The suspend freezing comes from the graphics setup. Here's what I found:
+
+**Root Cause**: NVIDIA drivers without proper suspend/power management configuration
+- The nixos-hardware module enables NVIDIA but disables modesetting
+
+**Diagnosis:** Missing null check in `parse()`
+
+**Root cause:** the `sync()` loop dropped the cursor after a 429."""
+    assert session_outcome(message).root_causes == [
+        "Root cause: NVIDIA drivers without proper suspend/power management configuration",
+        "Root cause: Missing null check in `parse()`",
+        "the `sync()` loop dropped the cursor after a 429",  # a sentence already says it
+    ]
+    # the label is what makes the phrase a statement: an item under a heading gets none
+    assert session_outcome("## Root Cause\n\nIf you:\n- Merge the server's rows from backfill\n"
+                           "- Then send the user's money_movement in delta sync\n").root_causes == []
+    assert fact_flaw("Root cause: Missing null check in `parse()`") is None
+    assert fact_flaw("Root cause: the") is not None
+    assert fact_flaw("Root cause: I've added a null check") is not None
+    from memory_anchor.worker.memory.model import root_cause_facts
+
+    fixed = "Added the null check to `parse()`"
+    assert root_cause_facts({"done": [fixed], "root_causes": ["Root cause: Missing null check in `parse()`"]}) == [
+        f"{fixed}. Root cause: Missing null check in `parse()`"]
+
+
 def test_a_cause_claude_repeats_from_a_file_it_wrote_is_not_a_finding():
     written = local.compress_tool_use({"tool_name": "Write", "tool_use_id": "w1", "tool_input": {
         "file_path": "/p/OVERRIDE.md", "content": "# Override\n\nThe nightly check fails because `lint.sh` is skipped."},

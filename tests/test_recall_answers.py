@@ -185,3 +185,15 @@ def test_below_the_threshold_a_hit_must_share_two_of_the_prompts_words():
     assert holds_an_answer(two_words, 0.5, wanted)
     assert holds_an_answer({**one_word, "similarity": 0.55}, 0.5, wanted)  # close in meaning: words aside
     assert not holds_an_answer({**two_words, "match": "keyword", "similarity": None}, 0.5, wanted)  # words alone never
+
+
+def test_a_standing_rule_is_recalled_by_two_shared_words_or_a_name_never_by_one_word(worker, tmp_path: Path) -> None:
+    """Every standing rule is in the briefing already; recalled again, it must be about the prompt. One
+    shared word is a coincidence ("generated" in a question about the website's docs)."""
+    recall = _past_session(worker, tmp_path, "svc", [
+        ("never edit generated files by hand, regenerate them with make gen", "Understood, I will regenerate them."),
+        ("always keep CLAUDE.md short, under 100 lines", "Noted: CLAUDE.md stays under 100 lines.")])  # fmt: skip
+
+    assert "never edit generated files by hand" in recall("can I just edit the generated protobuf files by hand?")
+    assert "always keep CLAUDE.md short" in recall("what's in CLAUDE.md for this project?")  # a name is one thing, and enough
+    assert "never edit generated" not in recall("why are the generated docs on the website out of date?")

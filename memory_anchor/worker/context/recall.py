@@ -38,6 +38,7 @@ RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript
 AGREED = 0.40  # the least cosine a hit whose words the prompt shares may have (see holds_an_answer)
 QUESTION_EXTRA = 2  # lines a question gets beyond the limit: what it asks may be said in a few places
 MAX_RULES = 3
+_NAME_MARK = re.compile(r"[._/\\-]|\d")  # a file, a path, a version, a snake_case or dashed name
 MAX_SESSIONS = 2
 SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
 SUBJECT_SAID = 0.6  # of a CJK prompt's subject, in a memory: it says most of it (as `covers` reads "most")
@@ -248,14 +249,25 @@ def _naming(summary: dict[str, Any], request: str) -> dict[str, Any]:
 
 
 def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[str, Any]]:
-    """The standing rules and decisions whose words the prompt shares, most shared first."""
-    wanted = terms(prompt)
+    """The standing rules and decisions about what the prompt is about, most shared words first.
+
+    A rule matches when it shares two of the prompt's words, a name ("CLAUDE.md", "v4-flash": one
+    thing, and enough), or a quarter of what the prompt is about ("format" in "how should I format the
+    code before committing?"). One word of a longer prompt is a coincidence, as for any recalled line:
+    "stop" made "stop making changes without checking with me" the answer to why push notifications
+    stopped arriving, and "state" a home-manager preference the answer to where terraform state is kept.
+    """
+    wanted = {term for term in terms(prompt) if len(term) > 2 or not term.isascii()}  # not "s", "de", "le"
     if not wanted or not project:
         return []
+    # What the prompt is about: a CJK prompt's pairs cut at its grammar (its other pairs span two words).
+    about = subject_terms(prompt) if written_in_cjk(prompt) else wanted
     scored = []
     for fact in standing_facts(conn, view, project):
-        shared = len(wanted & terms(fact["text"]))
-        if shared:
-            scored.append((shared, fact["seq"], fact))
+        said = terms(fact["text"])
+        common = wanted & said
+        if (len(common) >= 2 or any(_NAME_MARK.search(term) for term in common)
+                or common and 4 * len(about & said) >= len(about)):  # fmt: skip
+            scored.append((len(common), fact["seq"], fact))
     scored.sort(key=lambda t: (-t[0], -t[1]))
     return [fact for _, _, fact in scored[:MAX_RULES]]

@@ -36,6 +36,8 @@ import re
 
 from memory_anchor.worker.memory.cues import has_cjk
 
+# What a root cause stated as a phrase is written behind, so that it reads as what it is (outcomes.py).
+CAUSE_LABEL = "Root cause: "
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+|[,;:—–()\[\]]")
 _CODE_SPAN = re.compile(r"`[^`]*`")
 _PLACEHOLDER = re.compile(r"(\.\.\.|…)\s*[\"'”’)]*\s*$|\b\w+\s*(\.\.\.|…)\s*[\"'”’]")
@@ -142,9 +144,12 @@ def fragment(text: str) -> str | None:
     return None
 
 
-def has_finite_verb(text: str) -> bool:
+def has_finite_verb(text: str, *, s_forms: bool = True) -> bool:
     """Does the sentence have a subject and a finite verb after it? (English, by form: an auxiliary
-    or modal, a pronoun's verb, or an -ed/-s form after a word that can end a subject.)"""
+    or modal, a pronoun's verb, or an -ed/-s form after a word that can end a subject.)
+
+    An -s form after a noun is as often a plural noun ("NVIDIA drivers without power management");
+    `s_forms` False leaves it out and reads only the surer signs."""
     said = words(text)
     for i, word in enumerate(said):
         if i == 0:
@@ -160,22 +165,25 @@ def has_finite_verb(text: str) -> bool:
             return True  # "we use", "it works", "you see"
         if before in _NOT_A_SUBJECT or not before[0].isalpha():
             continue
-        if word.endswith("ed") or (word.endswith("s") and not word.endswith(("ss", "us", "is"))):
+        if word.endswith("ed") or (s_forms and word.endswith("s") and not word.endswith(("ss", "us", "is"))):
             return True  # "the key ignored", "the function returns", "CODE returns"
     return False
 
 
 def fact_flaw(text: str) -> str | None:
-    """Why `text` cannot stand as a fact, or None when it is a whole statement."""
+    """Why `text` cannot stand as a fact, or None when it is a whole statement. A phrase behind the
+    cause label ("Root cause: a missing null check in `parse()`") states what the cause was."""
     why = fragment(text)
     if why is not None:
         return why
+    stated_cause = text.startswith(CAUSE_LABEL)
+    text = text[len(CAUSE_LABEL):] if stated_cause else text
     if has_cjk(text):
         # Its grammar is not read, but "I" and "you" are words: 我 (not 我们, "we"), 私は / 私が, 你 / 您.
         return "about the people talking (I), not a fact about the project" if _CJK_SPEAKER.search(_QUOTE.sub("", text)) else None
-    if len([w for w in words(text) if w.isalpha()]) < 3:
+    if len([w for w in words(text) if w.isalpha()]) < (2 if stated_cause else 3):
         return "too short to state anything"
-    if not has_finite_verb(text):
+    if not stated_cause and not has_finite_verb(text):
         return "no subject and finite verb: a phrase, not a statement"
     if opens_on_speaker(text):
         return "about the people talking (I, you), not a fact about the project"

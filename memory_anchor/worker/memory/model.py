@@ -36,7 +36,7 @@ from memory_anchor.worker.memory.events import EventLog
 from memory_anchor.worker.memory.extraction import FactExtractor, Material
 from memory_anchor.worker.memory.facts import FactStore
 from memory_anchor.worker.memory.finder import Finder
-from memory_anchor.worker.memory.form import fragment, opens_on_speaker
+from memory_anchor.worker.memory.form import CAUSE_LABEL, fragment, opens_on_speaker
 from memory_anchor.worker.memory.outcomes import names_code
 from memory_anchor.worker.memory.forgotten import Forgotten
 from memory_anchor.worker.memory.identity import IdentityService, refuse_agent_identity_write
@@ -444,4 +444,5 @@ def root_cause_facts(summary: dict[str, Any]) -> list[str]:
     context = done[0].rstrip("。.") if len(done) == 1 and (len(causes) == 1 or names_code(done[0])) else ""
     if context and (fragment(context) is not None or opens_on_speaker(context)):
         context = ""
-    return [f"{context}: {cause}" if context and cause not in context else cause for cause in causes]
+    return [f"{context}{'. ' if cause.startswith(CAUSE_LABEL) else ': '}{cause}" if context and cause not in context
+            else cause for cause in causes]  # fmt: skip

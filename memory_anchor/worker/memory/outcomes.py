@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from memory_anchor.worker.memory.cues import BULLET, HEADING, _any, clean_sentence, sentences
-from memory_anchor.worker.memory.form import fact_flaw, has_finite_verb, step_flaw
+from memory_anchor.worker.memory.form import CAUSE_LABEL, fact_flaw, has_finite_verb, step_flaw
 
 
 @dataclass
@@ -168,7 +168,7 @@ def session_outcome(message: str) -> Outcome:
             labelled = HEADING.match(sentence)
             label_kind = _heading_kind(labelled.group(1)) if labelled and labelled.group(2).strip() else None
             if label_kind is not None:  # "… . Root cause: X. Next step: Y." mid-paragraph: keep X and Y, not their labels
-                _add(outcome, label_kind, labelled.group(2), labelled=True)
+                _add(outcome, label_kind, labelled.group(2), labelled=True, behind_label=True)
                 continue
             if line_kind is not None:
                 _add(outcome, line_kind, sentence, labelled=True)
@@ -195,7 +195,7 @@ def _add_labelled(outcome: Outcome, kind: str, text: str) -> None:
             parts[-1][1].append(sentence)
     for part_kind, said in parts:
         if said:
-            _add(outcome, part_kind, " ".join(said), labelled=True)
+            _add(outcome, part_kind, " ".join(said), labelled=True, behind_label=True)
 
 
 def _heading_kind(label: str) -> str | None:
@@ -253,7 +253,9 @@ def names_code(text: str) -> bool:
     return bool(_CODE_ANCHOR.search(text))
 
 
-def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool) -> None:
+def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool, behind_label: bool = False) -> None:
+    """`labelled`: under a label or a heading of its kind; `behind_label`: after one on its own line
+    ("Root cause: X"), where X may be a phrase the label makes a statement of."""
     said = text.strip()
     text = clean_sentence(text)
     if len(text) < 6:
@@ -261,11 +263,16 @@ def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool) -> None:
     if kind == "cjk_root_cause":
         kind, labelled = "root_cause", True
     if kind == "root_cause":
+        if behind_label and text.isascii() and not has_finite_verb(text, s_forms=False):
+            # "**Root Cause**: NVIDIA drivers without suspend configuration" is a phrase its label makes a
+            # statement of: kept with the label, or it would read as a fragment (or be read as one). The
+            # label is English: a cause in another language keeps its own words only.
+            said = CAUSE_LABEL + text
         # A cause is kept as a fact: a whole sentence, stated plainly, about the project.
         if (is_narration(text) or not (labelled or names_code(text)) or _GUESS.search(text) or fact_flaw(said)
                 or _OF_THE_MOMENT.search(text) or _REFERS_BACK.match(text) or _OF_PEOPLE_AT_LARGE.search(text)):
             return
-        outcome.root_causes.append(text)
+        outcome.root_causes.append(said if said.startswith(CAUSE_LABEL) else text)
     elif kind == "next_step":
         if is_plan(text) or step_flaw(said):
             return

@@ -248,6 +248,8 @@ def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
     tests_failed = is_test and (errored or bool(failed and failed.group(1) != "0") or bool(failing))
     errored = errored or tests_failed
     outcome = "interrupted" if interrupted else "error" if errored else "ok"
+    read, modified = files_in_command(command, cwd)
+    modified = unique(modified + files_command_wrote(command, output, cwd), MAX_FILES)
     facts: list[str] = []
     # `cd /repo && pytest -q` reads better as `pytest -q`
     short_cmd = shorten(re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", command), 80) or "a command"
@@ -266,7 +268,7 @@ def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
         title = description or f"Ran `{short_cmd}`"
         if outcome != "ok":
             title += f" ({outcome}{f', exit {exit_code}' if exit_code not in (None, 0) else ''})"
-        kind = _command_type(command, errored)
+        kind = _command_type(command, errored, bool(modified))
         if re.search(r"\bgit commit\b", command):
             message = re.search(r"-m\s+(?:\"([^\"]+)\"|'([^']+)'|(\S+))", command)
             if message:
@@ -280,8 +282,6 @@ def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
     summary += f" → {'; '.join(lines)}" if lines else (" produced no output" if outcome == "ok" else f" {outcome}")
     if description and not is_test:
         summary = f"{description}: {summary}"
-    read, modified = files_in_command(command, cwd)
-    modified = unique(modified + files_command_wrote(command, output, cwd), MAX_FILES)
     return {
         "type": kind,
         "title": title,
@@ -297,14 +297,20 @@ def _bash(tool_input: dict[str, Any], response: Any, cwd: str = "") -> Fields:
     }
 
 
-def _command_type(command: str, errored: bool) -> str:
+def _command_type(command: str, errored: bool, writes_files: bool) -> str:
+    """A change when the command installs something, writes a file (`writes_files`: a redirection or
+    a writing program, as shell_files reads the line) or moves one; a discovery when it only looks.
+    Quoted text is an argument: `grep -rn "<<<<<<< HEAD\\|>>>>>>> main"` writes nothing, nor does `2>&1`."""
     if errored:
         return "discovery"
-    if re.search(r"\b(pip|uv|poetry|npm|yarn|pnpm|apt(-get)?|brew|cargo|go) (install|add|get|remove|uninstall)\b", command):
+    bare = re.sub(r"'[^']*'|\"[^\"]*\"", "''", command)
+    if re.search(r"\b(pip|uv|poetry|npm|yarn|pnpm|apt(-get)?|brew|cargo|go) (install|add|get|remove|uninstall)\b", bare):
         return "change"
-    if re.search(r"\b(sed -i|mv|cp|rm|touch|mkdir|chmod|tee|git (mv|rm|apply|checkout))\b|>", command):
+    if writes_files or re.search(r"\b(sed -i|mv|cp|rm|mkdir|git (mv|rm|apply|checkout|switch|restore|commit|merge|"
+                                 r"rebase|cherry-pick|revert|reset|pull|push|stash))\b", bare):  # fmt: skip
         return "change"
-    if re.match(r"\s*(ls|cat|head|tail|grep|rg|find|wc|which|file|stat|tree|du|df|ps|env|pwd|echo|git (status|log|diff|show|branch|blame))\b", command):
+    if re.match(r"\s*(cd\s+\S+\s*&&\s*)?(ls|cat|head|tail|grep|rg|find|wc|which|file|stat|tree|du|df|ps|env|pwd|echo|"
+                r"git (status|log|diff|show|branch|blame))\b", bare):  # fmt: skip
         return "discovery"
     return "event"
 
@@ -707,7 +713,8 @@ def summarize_session(
         unique(outcome.root_causes + ([f for d in discoveries for f in d.facts if not f.startswith("[")] or
                 [d.summary for d in discoveries if d.outcome == "error"]), 5)
     )  # fmt: skip
-    completed = "; ".join(unique(outcome.done + [d.title for d in changes], 8))
+    # A file's edit ("Edited app/cart.py") says what `changed` lists: what was done besides is the commands'.
+    completed = "; ".join(unique(outcome.done + [d.title for d in changes if d.command or not d.files_modified], 8))
     # Files edited in place first (the fix), then files written or touched otherwise (new files, scratch scripts).
     edited = [f for d in drafts if d.tool_name in ("Edit", "MultiEdit", "NotebookEdit") for f in d.files_modified]
     written = edited + [f for d in drafts for f in d.files_modified]
