@@ -185,6 +185,11 @@ def test_below_the_threshold_a_hit_must_share_two_of_the_prompts_words():
     assert holds_an_answer(two_words, 0.5, wanted)
     assert holds_an_answer({**one_word, "similarity": 0.55}, 0.5, wanted)  # close in meaning: words aside
     assert not holds_an_answer({**two_words, "match": "keyword", "similarity": None}, 0.5, wanted)  # words alone never
+    # a name is one thing, and enough: a file the question names
+    named = terms("what's in CLAUDE.md for this project?")
+    assert holds_an_answer({"similarity": 0.44, "match": "vector+keyword", "text": "CLAUDE.md now says to pull main first"},
+                           0.5, named)  # fmt: skip
+    assert not holds_an_answer({"similarity": 0.44, "match": "vector+keyword", "text": "the project builds"}, 0.5, named)
 
 
 def test_a_standing_rule_is_recalled_by_two_shared_words_or_a_name_never_by_one_word(worker, tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ class Settings(BaseModel):
         0.50, description="Minimum similarity (cosine, 0..1) for a memory to be added to a prompt on its meaning "
         "alone; one that shares the prompt's words too needs 0.40."
     )
-    prompt_recall_limit: int = Field(3, description="At most this many memories per prompt (a question gets two more).")
+    prompt_recall_limit: int = Field(3, description="At most this many memories per prompt (a question gets four more).")
 
     # Branches and agents
     default_branch: str = Field("main", description="Branch a session writes to by default.")

@@ -36,7 +36,7 @@ from memory_anchor.worker.store.records import Records, resolve_view
 
 RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript", "prompt"]
 AGREED = 0.40  # the least cosine a hit whose words the prompt shares may have (see holds_an_answer)
-QUESTION_EXTRA = 2  # lines a question gets beyond the limit: what it asks may be said in a few places
+QUESTION_EXTRA = 4  # lines a question gets beyond the limit: what it asks may be said in a few places (see docs)
 MAX_RULES = 3
 _NAME_MARK = re.compile(r"[._/\\-]|\d")  # a file, a path, a version, a snake_case or dashed name
 MAX_SESSIONS = 2
@@ -122,8 +122,9 @@ def holds_an_answer(hit: dict[str, Any], threshold: float, wanted: set[str] = fr
     Meaning alone decides at `threshold` (the dense side's cosine); lower, down to AGREED, only when
     the prompt's words are in it too (found by both sides), two of them at least (`wanted`: the
     prompt's terms): a shared word is no answer ("the backend" in a question about billing, "Used
-    PowerShell → migrations" for a question about a CRM's migration). A hit found by its words alone
-    never is. Measured on real sessions' questions, those whose answer memory lacks reached 0.40 at most."""
+    PowerShell → migrations" for a question about a CRM's migration), unless it is a name (`names`). A
+    hit found by its words alone never is. Measured on real sessions' questions, those whose answer
+    memory lacks reached 0.40 at most."""
     similarity = hit.get("similarity")
     if similarity is None:
         return False
@@ -131,7 +132,14 @@ def holds_an_answer(hit: dict[str, Any], threshold: float, wanted: set[str] = fr
         return True
     if similarity < AGREED or "keyword" not in str(hit.get("match") or ""):
         return False
-    return not wanted or len(wanted & terms(f"{hit.get('title') or ''} {hit.get('text') or ''}")) >= 2
+    shared = wanted & terms(f"{hit.get('title') or ''} {hit.get('text') or ''}")
+    return not wanted or len(shared) >= 2 or names(shared)
+
+
+def names(shared: set[str]) -> bool:
+    """Whether words a prompt shares with a memory include a name: a file, a path, a version, a
+    snake_case or dashed name ("CLAUDE.md", "v4-flash", "lib/hosts"). A name is one thing, and enough."""
+    return any(_NAME_MARK.search(term) for term in shared)
 
 
 def subject_said(hits: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
@@ -266,7 +274,7 @@ def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[st
     for fact in standing_facts(conn, view, project):
         said = terms(fact["text"])
         common = wanted & said
-        if (len(common) >= 2 or any(_NAME_MARK.search(term) for term in common)
+        if (len(common) >= 2 or names(common)
                 or common and 4 * len(about & said) >= len(about)):  # fmt: skip
             scored.append((len(common), fact["seq"], fact))
     scored.sort(key=lambda t: (-t[0], -t[1]))
