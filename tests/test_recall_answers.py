@@ -197,8 +197,11 @@ def test_a_standing_rule_is_recalled_by_two_shared_words_or_a_name_never_by_one_
     shared word is a coincidence ("generated" in a question about the website's docs)."""
     recall = _past_session(worker, tmp_path, "svc", [
         ("never edit generated files by hand, regenerate them with make gen", "Understood, I will regenerate them."),
-        ("always keep CLAUDE.md short, under 100 lines", "Noted: CLAUDE.md stays under 100 lines.")])  # fmt: skip
+        ("always keep CLAUDE.md short, under 100 lines", "Noted: CLAUDE.md stays under 100 lines."),
+        ("以后不管什么改动都要先跑测试。", "好的，以后每次改动前先跑测试。")])  # fmt: skip
 
     assert "never edit generated files by hand" in recall("can I just edit the generated protobuf files by hand?")
     assert "always keep CLAUDE.md short" in recall("what's in CLAUDE.md for this project?")  # a name is one thing, and enough
     assert "never edit generated" not in recall("why are the generated docs on the website out of date?")
+    assert "先跑测试" in recall("改动之前要先做什么？")  # 改动 is half of what it asks about
+    assert "先跑测试" not in recall("这是什么？")  # all grammar: "什么" is no subject to share

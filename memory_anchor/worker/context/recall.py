@@ -275,7 +275,7 @@ def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[st
         said = terms(fact["text"])
         common = wanted & said
         if (len(common) >= 2 or names(common)
-                or common and 4 * len(about & said) >= len(about)):  # fmt: skip
+                or common and about and 4 * len(about & said) >= len(about)):  # fmt: skip
             scored.append((len(common), fact["seq"], fact))
     scored.sort(key=lambda t: (-t[0], -t[1]))
     return [fact for _, _, fact in scored[:MAX_RULES]]
