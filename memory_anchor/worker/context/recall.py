@@ -38,7 +38,6 @@ RECALL_KINDS = ["observation", "summary", "fact", "event", "memory", "transcript
 AGREED = 0.40  # the least cosine a hit whose words the prompt shares may have (see holds_an_answer)
 QUESTION_EXTRA = 4  # lines a question gets beyond the limit: what it asks may be said in a few places (see docs)
 MAX_RULES = 3
-_NAME_MARK = re.compile(r"[._/\\-]|\d")  # a file, a path, a version, a snake_case or dashed name
 MAX_SESSIONS = 2
 SUBJECT_NAMED = 0.75  # of a session's subject words, in the prompt: the prompt names that session
 SUBJECT_SAID = 0.6  # of a CJK prompt's subject, in a memory: it says most of it (as `covers` reads "most")
@@ -134,6 +133,9 @@ def holds_an_answer(hit: dict[str, Any], threshold: float, wanted: set[str] = fr
         return False
     shared = wanted & terms(f"{hit.get('title') or ''} {hit.get('text') or ''}")
     return not wanted or len(shared) >= 2 or names(shared)
+
+
+_NAME_MARK = re.compile(r"[._/\\-]|\d")
 
 
 def names(shared: set[str]) -> bool:

@@ -303,11 +303,12 @@ def _named_to_keep(sentence: str) -> Statement | None:
     match = _KEEP_IT.search(sentence)
     if match is None or not _asked_politely(sentence, match) or _KEPT_OPENS.match(sentence[match.end():]):
         return None
-    named = _KEEP_PURPOSE.split(sentence[match.end():])[0].strip(" .,;:-")
+    asked = _KEEP_PURPOSE.split(sentence)[0]  # the request keeps "can you …", the purpose is cut
+    named = asked[match.end():].strip(" .,;:-")
     # Read as "keep it <named>" would be: what names the matter at hand ("this", "that one") names nothing to show.
     if len(named.split()) < 3 or _ABOUT_THIS.match(f"keep it {named}"):
         return None
-    return Statement("rule", clean_sentence(_KEEP_PURPOSE.split(sentence)[0]), HEDGED)
+    return Statement("rule", clean_sentence(asked), HEDGED)
 
 
 _NUMBERED = re.compile(r"^\s*\d+\s*[.、)）]\s*")

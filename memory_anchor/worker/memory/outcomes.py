@@ -263,16 +263,15 @@ def _add(outcome: Outcome, kind: str, text: str, *, labelled: bool, behind_label
     if kind == "cjk_root_cause":
         kind, labelled = "root_cause", True
     if kind == "root_cause":
-        if behind_label and text.isascii() and not has_finite_verb(text, s_forms=False):
-            # "**Root Cause**: NVIDIA drivers without suspend configuration" is a phrase its label makes a
-            # statement of: kept with the label, or it would read as a fragment (or be read as one). The
-            # label is English: a cause in another language keeps its own words only.
-            said = CAUSE_LABEL + text
+        # "**Root Cause**: NVIDIA drivers without suspend configuration" is a phrase its label makes a
+        # statement of: kept with the label, or it would read as a fragment (or be read as one). The
+        # label is English: a cause in another language keeps its own words only.
+        stated = CAUSE_LABEL + text if behind_label and text.isascii() and not has_finite_verb(text, s_forms=False) else None
         # A cause is kept as a fact: a whole sentence, stated plainly, about the project.
-        if (is_narration(text) or not (labelled or names_code(text)) or _GUESS.search(text) or fact_flaw(said)
+        if (is_narration(text) or not (labelled or names_code(text)) or _GUESS.search(text) or fact_flaw(stated or said)
                 or _OF_THE_MOMENT.search(text) or _REFERS_BACK.match(text) or _OF_PEOPLE_AT_LARGE.search(text)):
             return
-        outcome.root_causes.append(said if said.startswith(CAUSE_LABEL) else text)
+        outcome.root_causes.append(stated or text)
     elif kind == "next_step":
         if is_plan(text) or step_flaw(said):
             return

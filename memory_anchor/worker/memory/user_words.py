@@ -331,7 +331,7 @@ def subject(prompt: str, limit: int = 160) -> str:
     if lead:
         # "Work on Linear issue TMT-1859:" whose material was a tagged block (never the user's words):
         # the request stands without the colon that pointed at it.
-        return clip(lead.rstrip(" :：") if lead.endswith((":", "：")) else lead, limit)
+        return clip(lead.rstrip(" :："), limit)
     first = next((p for p in parts if p.text.strip()), None)
     if first is None:
         return ""
