@@ -206,6 +206,32 @@ def test_chinese_questions_nouns_and_pasted_reasoning_are_no_instructions(prompt
     assert [s.text for s in standing_statements(prompt)] == []
 
 
+@pytest.mark.parametrize("prompt", [
+    "这个客户刚发来询价，我有点拿捏不准",  # 不准 inside 拿捏不准: unsure, no ban
+    "接口返回的 retry_after 字段始终是 null",  # 始终 of a value: a description
+    "这样以后真的就可以自动归档了",  # what may come later
+    "现在用不到不代表以后用不到",
+    "旧流程并未禁止重试，但也没说明",  # not forbidden
+    "如果缓存数据不准，报表会大面积出错",  # a condition and what follows from it
+    "帮我把这个表格转换成 csv 格式",  # 换成 inside 转换成, and a task
+])  # fmt: skip
+def test_chinese_cue_words_that_govern_nothing_to_be_done_give_no_instruction(prompt):
+    assert [s.text for s in standing_statements(prompt)] == []
+
+
+@pytest.mark.parametrize("prompt, confidence", [
+    ("以后生成报告后你需要自动打开它", PLAIN),  # a time to come, then what is to be done
+    ("每次改完配置，都先跑一遍校验脚本", PLAIN),
+    ("部署前必须通知运维团队", PLAIN),  # before an act that recurs
+    ("绝对不要在生产库上直接改数据", PLAIN),  # a ban with no end
+    ("发布说明必须写中英双语", HEDGED),  # an obligation of the matter at hand: said once
+    ("不要来回改方案，一次给出结论让我确认", HEDGED),
+])  # fmt: skip
+def test_a_chinese_instruction_is_plain_when_it_governs_every_case_and_said_once_otherwise(prompt, confidence):
+    [statement] = standing_statements(prompt)
+    assert (statement.kind, statement.confidence) == ("rule", confidence)
+
+
 def test_a_chinese_rule_after_a_question_in_the_same_sentence_is_kept_without_the_question():
     [statement] = standing_statements("能帮我清理一下下载目录吗，但是所有删除都要先问我")
     assert statement.text == "但是所有删除都要先问我" and statement.confidence >= 0.9
@@ -244,6 +270,9 @@ def test_text_the_user_brought_into_the_prompt_gives_no_instruction(prompt):
     ("i liked how you deploy with the compose file save for the future in teh momory, later check the cron", "rule",
      "i liked how you deploy with the compose file"),
     ("remember that the staging db is read only", "rule", "the staging db is read only"),
+    # what "this" names was said before the request: the rule keeps it
+    ("move the config to /etc/app, and save in memory this is where configs live", "rule",
+     "move the config to /etc/app, this is where configs live"),
     ("add this to CLAUDE.md: tests run with pytest -n 2", "rule", "tests run with pytest -n 2"),
     # a request put as a question, when it says what to keep
     ("can you save in your memory that we deploy with docker compose?", "decision", "we deploy with docker compose"),

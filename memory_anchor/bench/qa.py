@@ -10,9 +10,10 @@ that established the answer (see shared/bench/replay/README.md). Each question g
 - through search (`POST /api/v1/memories/search`, the project's top 10): an item is one hit,
   its title and text.
 
-Recall must also stay quiet when memory holds no answer. `ABSENT` are questions about work no
-dev set's project did (infrastructure, billing, mobile builds): whatever recall injects for
-them is a false recall. They are asked of every set alike, so they fit none.
+Recall must also stay quiet when memory holds no answer. `ABSENT` (and, for a set asked in a CJK
+script, `ABSENT_ZH`) are questions about work no dev set's project did (infrastructure, billing,
+mobile builds): whatever recall injects for them is a false recall. They are asked of every set
+alike, so they fit none.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from memory_anchor.worker.store.cjk import written_in_cjk
 
 GOALS = {"qa_recall": 0.50, "qa_search": 0.85, "absent_quiet": 0.80}
 # Questions whose answers no set's project holds; recall should add nothing to them.
@@ -35,6 +38,20 @@ ABSENT = (
     "which kafka topics does the billing consumer read from?",
     "how did we fix the memory leak in the unity game's asset loader?",
     "what was the outcome of the salesforce crm migration?",
+)
+# The same, as a Chinese-speaking person asks them: a set whose questions are in a CJK script is asked
+# these too, since recall reads a CJK prompt by its words (context/recall.py, subject_said).
+ABSENT_ZH = (
+    "我们当时是怎么给预发布集群配置 kubernetes ingress 的？",
+    "订阅计费为什么选了 stripe 而不是 paddle？",
+    "gradle 签名失败的时候，安卓发布构建出了什么问题？",
+    "生产账号的 terraform 状态存在哪里？",
+    "redis 集群的密码怎么轮换？",
+    "graphql 联邦网关我们最后怎么定的？",
+    "上个月 iOS 推送通知为什么收不到了？",
+    "计费消费者读的是哪些 kafka 主题？",
+    "unity 游戏资源加载器的内存泄漏是怎么修的？",
+    "salesforce CRM 迁移最后结果怎么样？",
 )
 
 
@@ -88,7 +105,8 @@ def measure(questions: list[Question], recall: Callable[[str], str], search: Cal
         rows.append({"q": question.q, "kind": question.kind, "recall": any(answers(i, question) for i in recall_items(context)),
                      "search": rank is not None, "rank": rank, "recall_lines": len(recall_items(context)),
                      "search_top": [(hit.get("kind"), (hit.get("title") or hit.get("text") or "")[:90]) for hit in hits[:3]]})  # fmt: skip
-    absent = [{"q": q, "lines": recall_items(recall(q))} for q in ABSENT]
+    asked_in_cjk = any(written_in_cjk(q.q) for q in questions)
+    absent = [{"q": q, "lines": recall_items(recall(q))} for q in ABSENT + (ABSENT_ZH if asked_in_cjk else ())]
     figures: dict[str, Any] = {"questions": rows, "absent": absent}
     if rows:
         figures["qa_recall"] = sum(r["recall"] for r in rows) / len(rows)

@@ -154,11 +154,18 @@ _LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#-]*[a-z0-9+#]|[a-z0-9]")
 def subject_terms(text: str) -> set[str]:
     """What a question is about, to look for as it is written: its words in other scripts (lower
     case, not stemmed) and the character pairs of its CJK runs cut at their grammar."""
+    return set().union(*subject_words(text))
+
+
+def subject_words(text: str) -> list[set[str]]:
+    """`subject_terms` word by word: each word of another script alone, each CJK run cut at its
+    grammar as its character pairs (ライブラリ is one word of four pairs, 签名失败 one of three)."""
     lowered = (text or "").lower()
-    out = {w for w in _LATIN_WORD.findall(_CJK_RUN.sub(" ", lowered)) if w not in STOPWORDS}
+    out = [{w} for w in _LATIN_WORD.findall(_CJK_RUN.sub(" ", lowered)) if w not in STOPWORDS]
     for run in _CJK_RUN.findall(lowered):
         for part in _CJK_GRAMMAR.split(run):
-            out.update(part[i : i + 2] for i in range(len(part) - 1))
+            if len(part) > 1:
+                out.append({part[i : i + 2] for i in range(len(part) - 1)})
     return out
 
 

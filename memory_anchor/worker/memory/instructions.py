@@ -291,7 +291,15 @@ def _to_keep(sentence: str) -> str | None:
     before = re.split(r"[,;]|\band\s*$", sentence[: match.start()].rstrip(" ,;-"))[-1].strip(" .,;:-")
     before = re.sub(r"(?i)\s*\b(?:and|also|so|please)\s*$", "", before).strip()
     said = after if len(after.split()) >= 3 else before
+    if said is after and before and _POINTS_BACK.match(after):
+        # "move the module to X:\Addons, and save in memory this is the path for modules": what "this"
+        # names was said before the request, and the rule is nothing without it.
+        said = f"{before}, {after}"
     return clean_sentence(said) if len(said.split()) >= 3 else None
+
+
+# What kept alone would name nothing: "this is the path …", "that's how …", "it goes …", "here …".
+_POINTS_BACK = _re(r"^(?:this|that|these|those|it|here|there)(?:'s|\s)")
 
 
 def _named_to_keep(sentence: str) -> Statement | None:
@@ -632,21 +640,88 @@ def _without_leading_questions(sentence: str) -> str:
 
 
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
+    chinese = not _KANA_HANGUL.search(sentence)
+    rule = _chinese_rule(sentence) if chinese else ("plain" if CJK_RULE.search(sentence) else None)
     if CJK_PREFERENCE.search(sentence):
         kind = "preference"
-    elif CJK_DECISION.search(sentence):
+    elif CJK_DECISION.search(sentence) and (not chinese or _chinese_decision(sentence, rule)):
         kind = "decision"
-    elif CJK_RULE.search(sentence):
+    elif rule is not None:
         kind = "rule"
     elif CJK_WANTS_ONCE.search(sentence):  # only when nothing says it plainly ("我需要你全部改用 pnpm" decides)
         return Statement("preference", text, HEDGED, replaced_terms(sentence))
     else:
         return None
-    if CJK_RULE.search(sentence) and kind == "decision" and not replaced_terms(sentence):
+    if rule is not None and kind == "decision" and not replaced_terms(sentence):
         kind = "rule"  # "以后统一用 X" is an instruction first
-    plain = kind != "decision" or CJK_RULE.search(sentence) or re.match(r"(决定|決定|결정)", text)
-    confidence = HEDGED if HEDGE.search(sentence) else PLAIN if plain else USUAL
+    plain = (rule == "plain") if kind == "rule" else (kind != "decision" or rule == "plain" or re.match(r"(决定|決定|결정)", text))
+    confidence = HEDGED if HEDGE.search(sentence) else PLAIN if plain else USUAL if kind != "rule" else HEDGED
     return Statement(kind, text, confidence, replaced_terms(sentence))
+
+
+# --- Chinese: a cue word says an instruction only where it governs what is to be done ------------------
+#
+# Found anywhere in a sentence, the cue words match descriptions, narration and other words:
+# "我感觉有些拿捏不准" (unsure: 不准 is "not accurate"), "进度档案未禁止回退" (not forbidden),
+# "meta.transit_days 始终 null" (a value, always null), "以后真的就可以变成思考伙伴了" and
+# "现在没有不代表以后没有" (what may come later), "如果 sender 数据不准，S1 会误判" (a condition),
+# "这个文件帮我转换成…" (a task: 换成 inside 转换成). So each cue is read where it stands:
+# a time to come (以后, 每次, 始终) must be followed by what is to be done (你…, 要…, 都…, 不要…),
+# not by what can or will happen; a prohibition must be one, not part of another word; an
+# obligation without a time to come ("必须要我参与") is said once; a condition says nothing.
+_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
+_ZH_CONDITION = re.compile(r"^\W*(?:\d+\s*[.、)）]\s*)?(?:如果|假如|要是|若是?|万一|假设|一旦|只要)")
+_ZH_FROM_NOW = re.compile(r"(?<![可所])以后(?!我|会|可|能够)|今后|从现在起|从今以后|往后|始终|总是|一律|每次|每一次|永远")
+# What is to be done, said after a time to come: "以后…你需要…", "每次…都…", "以后统一用…"; the weak
+# ones (用, 先) say it only before anything says what can or will happen ("以后可以用 X" narrates).
+_ZH_DIRECTS = re.compile(r"你|您|请|要|必须|务必|需要|得先|应该|应当|一律|统一|记得|不要|别|不许|禁止|都")
+_ZH_WEAK_DIRECTS = re.compile(r"(?:先|用|使用|保持|按)(?![不没])")
+_ZH_NARRATES = re.compile(r"可以|能够?|会|真的|没有|也许|可能|是")
+_ZH_BAN = re.compile(r"不要再|别再|不要|不许|(?<![捏说看测估算据得])不准(?!确)|(?<![未没无不])禁止|千万别|永远不要|(?:^|[，,；;\s]|你|也|就|都|请)别(?=[\u4e00-\u9fff])")
+_ZH_NOT_A_BAN = re.compile(r"要不要|不要紧|不要钱")
+# A prohibition with no end: "never again", "absolutely never", "not allowed".
+_ZH_NEVER = re.compile(r"不要再|别再|再也不要|永远不要|绝对不要|绝不|决不|千万不要|千万别|不许|禁止")
+_ZH_MUST = re.compile(r"(?<![不未无没])(?:必须|务必)")
+# A whole kind of case: "所有删除都要先问我", "任何时候都不要…", "我需要你…凡是…都要…", "由我决定".
+_ZH_EVERY_CASE = re.compile(
+    r"(?:所有|任何|凡是|一切|全部)[^，,。；]{0,20}都(?:要|得|必须|不|别|先)"
+    r"|我(?:需要|希望|要)你[^。；]{0,30}?(?:针对|凡是|所有|任何|每次|遇到|涉及)[^。；]{0,30}?(?:要|都|必须|先)"
+    r"|(?:给我|由我|让我|我来|我做)[^，,。；]{0,4}决策|由我(?:来)?决定"
+    r"|(?:下次|下一次|今后|每当|将来)[^。；]{0,20}?(?:不能|不可以|不要|别|必须|要先)"
+    # before, after or while an act that recurs: "部署前必须通知运维", "提交之前都要先跑测试"
+    r"|(?:前|之前|以前|之后|的时候)[，,]?\s*(?:都|一定|必须|务必|要先|不要|别)"
+)
+# A task asked of the assistant ("帮我转换成 word"): a choice inside it is for that task.
+_ZH_TASK = re.compile(r"帮我|麻烦你|给我(?!决策)")
+_ZH_SWITCHES = re.compile(r"决定|定下来|就用|改用|(?<![转替变])换成|统一用|采用|而不是|不再用|(?<!我用)(?:代替|取代)")
+
+
+def _chinese_rule(sentence: str) -> str | None:
+    """Whether a Chinese sentence lays down a rule: "plain" (a time to come or a whole kind of case
+    governs what is to be done), "once" (a prohibition or an obligation of the matter at hand:
+    briefed as said once), None."""
+    if _ZH_CONDITION.search(sentence):
+        return None
+    if _ZH_EVERY_CASE.search(sentence):
+        return "plain"
+    for cue in _ZH_FROM_NOW.finditer(sentence):
+        after = sentence[cue.end():]
+        weak, narrates = _ZH_WEAK_DIRECTS.search(after), _ZH_NARRATES.search(after)
+        if _ZH_DIRECTS.search(after) or (weak and (narrates is None or weak.start() < narrates.start())):
+            return "plain"
+    if _ZH_NOT_A_BAN.search(sentence):
+        sentence = _ZH_NOT_A_BAN.sub("", sentence)
+    if _ZH_BAN.search(sentence) or _ZH_MUST.search(sentence):
+        return "plain" if _ZH_NEVER.search(sentence) else "once"
+    return None
+
+
+def _chinese_decision(sentence: str, rule: str | None) -> bool:
+    """Whether a Chinese sentence announces a choice that lasts: a switch word that is one (not 换成
+    inside 转换成, "convert to"), outside a task asked of the assistant unless a time to come governs it."""
+    if _ZH_CONDITION.search(sentence) or not _ZH_SWITCHES.search(sentence):
+        return False
+    return rule == "plain" or not _ZH_TASK.search(sentence)
 
 
 def _cued_statement(text: str, language: Language) -> Statement | None:
