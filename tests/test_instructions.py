@@ -214,6 +214,11 @@ def test_chinese_questions_nouns_and_pasted_reasoning_are_no_instructions(prompt
     "旧流程并未禁止重试，但也没说明",  # not forbidden
     "如果缓存数据不准，报表会大面积出错",  # a condition and what follows from it
     "帮我把这个表格转换成 csv 格式",  # 换成 inside 转换成, and a task
+    "有没有办法让日志自动归档，并且每次都自动压缩",  # the question goes on past its comma
+    "上次那版是采用了轮询的方案",  # a switch told as done
+    "这个是我来定还是让客户选",  # "A or B" asked without its mark
+    "这些标准我之前都和你讨论过",  # 之前 of the past, not before an act
+    "关键词可能有遗漏，因为每次输出的说法不一样，我不可能都列完",  # 每次 in a reason; 都 far off
 ])  # fmt: skip
 def test_chinese_cue_words_that_govern_nothing_to_be_done_give_no_instruction(prompt):
     assert [s.text for s in standing_statements(prompt)] == []
@@ -230,6 +235,27 @@ def test_chinese_cue_words_that_govern_nothing_to_be_done_give_no_instruction(pr
 def test_a_chinese_instruction_is_plain_when_it_governs_every_case_and_said_once_otherwise(prompt, confidence):
     [statement] = standing_statements(prompt)
     assert (statement.kind, statement.confidence) == ("rule", confidence)
+
+
+def test_a_task_over_all_of_something_is_no_rule_for_every_case():
+    """把所有… is what to do to all of the things at hand, once; 所有…都要 as its subject is every case."""
+    assert all(s.confidence < PLAIN for s in standing_statements("我需要你把所有旧的日志都删掉"))
+    [rule] = standing_statements("所有删除操作都要先问我")
+    assert rule.confidence == PLAIN
+
+
+@pytest.mark.parametrize("prompt", [
+    # a brief for one conversation, often written by Claude in an earlier session and pasted
+    "你是本项目的审查者。你的任务是找出方案里的漏洞。\n\n以后所有结论都要附上证据。",
+    "You are the reviewer for this repository. Your task is to find holes in the plan.\n\nAlways cite the file you read.",
+    # a model's output pasted whole: it narrates its own next step
+    "Now I have a complete picture. Let me write the report.\n\nNever run the migrations on a copy.",
+    "现在我对数据流有了完整追踪。让我写出审查报告。\n\n以后导出前都要先备份。",
+    # what a Chinese introducer brings in
+    "以下是另一个对话的分析：\n\n以后所有的导出都要先备份，不要直接覆盖。\n\n第三节还有两个问题没有说清楚，需要再讨论一下才能定下来。",
+])  # fmt: skip
+def test_a_brief_for_an_agent_and_pasted_model_output_are_not_the_users_words(prompt):
+    assert standing_statements(prompt) == []
 
 
 def test_a_chinese_rule_after_a_question_in_the_same_sentence_is_kept_without_the_question():

@@ -622,7 +622,9 @@ def _looks_imperative(core: str) -> bool:
 # "whether", or a question word.
 # Not "whatever" (不管什么, 无论怎么, 什么都): a question word that asks nothing.
 _CJK_ASKS = re.compile(r"[吗嘛呢][\s，,。！!]*$|[吗嘛][，,]|是否|为什么|为啥|如何|能不能|可不可以|是不是|有没有|要不要|会不会|"
-                       r"对不对|行不行|好不好|(?<!不管)(?<!无论)(?<!或多或少)(?:怎么|什么|哪[个些里儿种]|多少)(?![都也])")  # fmt: skip
+                       r"对不对|行不行|好不好|(?<!不管)(?<!无论)(?<!或多或少)(?:怎么|什么|哪[个些里儿种]|多少)(?![都也])|"
+                       # "A or B?" without its mark: "这个是我自己决定还是让客户选择"
+                       r"是[^，,。；]{0,20}还是")  # fmt: skip
 # Words about a third person ("他的深层需求…", "用户现在问我…", "我应该给出…"): another model's reasoning or
 # a story the user pasted, not what they ask of the assistant.
 _OF_SOMEONE_ELSE = re.compile(r"(?:^|[，,。；：:]|既然|因为|而且|所以|但是?|接着|然后|如果|虽然|考虑到)\s*[他她](?![们人])|"
@@ -634,9 +636,16 @@ def _without_leading_questions(sentence: str) -> str:
     """The sentence without the questions it opens with ("那可以帮我清理c盘吗，但是…都要给我决策"): what
     follows them may still lay down a rule."""
     clauses = _CJK_CLAUSE.split(sentence)
-    while clauses and _CJK_ASKS.search(clauses[0].rstrip("，, ")) and len(clauses) > 1:
-        clauses = clauses[1:]
+    asked = False
+    while clauses and len(clauses) > 1 and (_CJK_ASKS.search(clauses[0].rstrip("，, ")) or asked and _GOES_ON.match(clauses[0])):
+        asked, clauses = True, clauses[1:]
+    if asked and clauses and _GOES_ON.match(clauses[0]):
+        return ""  # "有没有办法让…，并且每次都…": the question goes on, it asks the whole way
     return "".join(clauses).strip()
+
+
+# A clause that goes on with the one before it ("…，并且…", "…，而且…"): part of what that one says or asks.
+_GOES_ON = re.compile(r"^\s*(?:并且|而且|并|以及|同时|还有)")
 
 
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
@@ -677,6 +686,7 @@ _ZH_FROM_NOW = re.compile(r"(?<![可所])以后(?!我|会|可|能够)|今后|从
 _ZH_DIRECTS = re.compile(r"你|您|请|要|必须|务必|需要|得先|应该|应当|一律|统一|记得|不要|别|不许|禁止|都")
 _ZH_WEAK_DIRECTS = re.compile(r"(?:先|用|使用|保持|按)(?![不没])")
 _ZH_NARRATES = re.compile(r"可以|能够?|会|真的|没有|也许|可能|是")
+_ZH_REASON = re.compile(r"^\s*(?:因为|由于|既然|毕竟)")
 _ZH_BAN = re.compile(r"不要再|别再|不要|不许|(?<![捏说看测估算据得])不准(?!确)|(?<![未没无不])禁止|千万别|永远不要|(?:^|[，,；;\s]|你|也|就|都|请)别(?=[\u4e00-\u9fff])")
 _ZH_NOT_A_BAN = re.compile(r"要不要|不要紧|不要钱")
 # A prohibition with no end: "never again", "absolutely never", "not allowed".
@@ -684,16 +694,17 @@ _ZH_NEVER = re.compile(r"不要再|别再|再也不要|永远不要|绝对不要
 _ZH_MUST = re.compile(r"(?<![不未无没])(?:必须|务必)")
 # A whole kind of case: "所有删除都要先问我", "任何时候都不要…", "我需要你…凡是…都要…", "由我决定".
 _ZH_EVERY_CASE = re.compile(
-    r"(?:所有|任何|凡是|一切|全部)[^，,。；]{0,20}都(?:要|得|必须|不|别|先)"
-    r"|我(?:需要|希望|要)你[^。；]{0,30}?(?:针对|凡是|所有|任何|每次|遇到|涉及)[^。；]{0,30}?(?:要|都|必须|先)"
+    r"(?<!把)(?:所有|任何|凡是|一切|全部)[^，,。；]{0,20}都(?:要|得|必须|不|别|先)"
+    r"|我(?:需要|希望|要)你(?!把)[^。；]{0,30}?(?:针对|凡是|所有|任何|每次|遇到|涉及)[^。；]{0,30}?(?:要|都|必须|先)"
     r"|(?:给我|由我|让我|我来|我做)[^，,。；]{0,4}决策|由我(?:来)?决定"
     r"|(?:下次|下一次|今后|每当|将来)[^。；]{0,20}?(?:不能|不可以|不要|别|必须|要先)"
     # before, after or while an act that recurs: "部署前必须通知运维", "提交之前都要先跑测试"
-    r"|(?:前|之前|以前|之后|的时候)[，,]?\s*(?:都|一定|必须|务必|要先|不要|别)"
+    r"|(?<![我你他她们久早刚])(?:之前|以前|之后|的时候|(?<![之以])前)[，,]?\s*(?:都|一定|必须|务必|要先|不要|别)"
 )
 # A task asked of the assistant ("帮我转换成 word"): a choice inside it is for that task.
 _ZH_TASK = re.compile(r"帮我|麻烦你|给我(?!决策)")
-_ZH_SWITCHES = re.compile(r"决定|定下来|就用|改用|(?<![转替变])换成|统一用|采用|而不是|不再用|(?<!我用)(?:代替|取代)")
+# Told as done ("原对话是采用了…", "已经换成了…"), a switch is the story of a choice, not one made.
+_ZH_SWITCHES = re.compile(r"(?:决定|(?<![能才没再未])定下来|就用|改用|(?<![转替变])换成|统一用|采用|而不是|不再用|(?<!我用)(?:代替|取代))(?!了)")
 
 
 def _chinese_rule(sentence: str) -> str | None:
@@ -705,7 +716,10 @@ def _chinese_rule(sentence: str) -> str | None:
     if _ZH_EVERY_CASE.search(sentence):
         return "plain"
     for cue in _ZH_FROM_NOW.finditer(sentence):
-        after = sentence[cue.end():]
+        if _ZH_REASON.match(re.split(r"[，,；;]", sentence[: cue.start()])[-1]):
+            continue  # "因为每次输出…": a reason given, not a time to come
+        # what is to be done is said in the cue's clause or the next ("每次下载软件，都…"), not anywhere later
+        after = "".join(_CJK_CLAUSE.split(sentence[cue.end():])[:2])
         weak, narrates = _ZH_WEAK_DIRECTS.search(after), _ZH_NARRATES.search(after)
         if _ZH_DIRECTS.search(after) or (weak and (narrates is None or weak.start() < narrates.start())):
             return "plain"

@@ -98,6 +98,23 @@ _INTRODUCER = re.compile(
     r"(?:issue|bug|error|errors|exception|traceback|stack ?trace|logs?|output|stdout|stderr|description|"
     r"report|ticket|message|diff|patch|spec|document|docs?|transcript|conversation|email|context|steps to reproduce)"
     r"(?: text| below| follows)?)\s*:\s*$"
+    # in Chinese: "以下是主对话的分析：", "该客户的聊天信息如下：", "对话B的结果：", "审2对你方案的回复："
+    r"|(?:以下|如下|下面)[^：:\n]{0,20}[：:]\s*$"
+    r"|(?:结果|输出|分析|内容|回复|总结|结论|审计|审查|报告|记录|原文|指令|报错|日志)[：:]\s*$"
+)
+# A brief written for an agent: a role or a task set for one conversation ("You are the reviewer of …",
+# "你是子对话3。你的任务是…"), often written by Claude itself in an earlier session and pasted into a new
+# one. What it lays down holds for that conversation: none of it is the user's standing word.
+_AGENT_BRIEF = re.compile(
+    r"(?i)^\s*(?:#+\s*)?(?:you are (?:a|an|the|now)\b|your (?:task|role|job) (?:is|here)\b|"
+    r"你是(?!不是|否)[^。\n]{0,40}?(?:对话|角色|助手|专家|顾问|审查者|审计者|工程师|分析师|架构师)|你的(?:任务|职责|角色)是)"
+)
+# A model's output pasted whole, known by how it opens: it narrates its own next step or what it now
+# knows ("Now I have a complete picture. Let me write the report.", "现在我对数据流有了完整追踪。让我写出…").
+_MODEL_NARRATES = re.compile(
+    r"(?i)^\s*(?:(?:now|ok(?:ay)?|great|perfect)[,!.]?\s+)?(?:let me (?:now )?(?:write|check|look|read|analy[sz]e|summari[sz]e|review|compile|verify)\b|"
+    r"i (?:now )?have (?:a |the )?(?:complete|full|clear|comprehensive) (?:picture|trace|understanding|view)\b)|"
+    r"^\s*(?:现在|好的，)?(?:让我|我来)(?:先)?(?:写出|写|检查|查看|读|分析|整理|总结|汇总|核实)|^\s*现在我对[^。\n]{0,30}有了"
 )
 _SHOUTED_HEADING = re.compile(r"^\s*[A-Z][A-Z0-9 _/&-]{2,40}:\s*$")
 _MARKDOWN_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
@@ -221,6 +238,8 @@ def passages(prompt: str) -> list[Passage]:
     if not text:
         return [Passage(prompt or "", False, "claude code")] if (prompt or "").strip() else []
     blocks = _paragraphs(text)
+    if _AGENT_BRIEF.match(text) or _MODEL_NARRATES.match(text):
+        return [Passage(text, False, "brief")]
     if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
         # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
         return [Passage(text, False, "document")]
