@@ -649,6 +649,7 @@ _GOES_ON = re.compile(r"^\s*(?:并且|而且|并|以及|同时|还有)")
 
 
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
+    """A CJK sentence's instruction, by its cue words; a Chinese one's, where they stand (below)."""
     chinese = not _KANA_HANGUL.search(sentence)
     rule = _chinese_rule(sentence) if chinese else ("plain" if CJK_RULE.search(sentence) else None)
     if CJK_PREFERENCE.search(sentence):
@@ -663,8 +664,14 @@ def _cjk_statement(sentence: str, text: str) -> Statement | None:
         return None
     if rule is not None and kind == "decision" and not replaced_terms(sentence):
         kind = "rule"  # "以后统一用 X" is an instruction first
-    plain = (rule == "plain") if kind == "rule" else (kind != "decision" or rule == "plain" or re.match(r"(决定|決定|결정)", text))
-    confidence = HEDGED if HEDGE.search(sentence) else PLAIN if plain else USUAL if kind != "rule" else HEDGED
+    if HEDGE.search(sentence):
+        confidence = HEDGED
+    elif kind == "rule":
+        confidence = PLAIN if rule == "plain" else HEDGED
+    elif kind == "preference" or rule == "plain" or re.match(r"(决定|決定|결정)", text):
+        confidence = PLAIN
+    else:
+        confidence = USUAL  # a decision said in passing
     return Statement(kind, text, confidence, replaced_terms(sentence))
 
 
