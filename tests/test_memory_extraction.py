@@ -353,3 +353,24 @@ def test_claude_proposing_a_pending_fact_again_in_another_session_reaffirms_it(c
     claude_model.approvals.approve(approval["id"], Decision(actor="alice"))
     assert [f["id"] for f in claude_model.facts.list(project=PROJECT)] == [fact["id"]]
     assert claude_model.facts.list(project=PROJECT, statuses=("pending",)) == []
+
+
+def test_claudes_words_pasted_back_in_a_long_prompt_are_not_the_users_rule(local_model):
+    """A user pastes another session's analysis into a new one ("here is what the review said: …"):
+    the sentence Claude wrote there, in any markup, is no rule of the user's. A short reply that
+    repeats Claude's words is the user agreeing, and stays theirs."""
+    said_by_claude = ("Two blockers remain. **Never run the backfill** without a dry run first, "
+                      "and keep the old table until the report matches.")  # fmt: skip
+    with local_model.db.transaction() as conn:
+        Records.put(conn, "transcript", said_by_claude, project=PROJECT, session_id="s-review")
+    paste = ("ok so the other session reviewed the migration plan, this is its answer, read it and tell me what "
+             "you think before we touch anything\n\n" + "The migration touches three tables and the report. " * 8
+             + "\n\nNever run the backfill without a dry run first, and keep the old table until the report matches.")  # fmt: skip
+    assert len(paste) > 600
+    local_model.extract(Material(source="prompt", text=paste, project=PROJECT))
+    assert local_model.facts.list(project=PROJECT, statuses=("active", "pending")) == []
+
+    agreed = "yes. never run the backfill without a dry run first, and keep the old table until the report matches."
+    local_model.extract(Material(source="prompt", text=agreed, project=PROJECT))
+    [rule] = local_model.facts.list(project=PROJECT, statuses=("active", "pending"))
+    assert rule["text"].startswith("yes. never run the backfill without a dry run first")

@@ -59,10 +59,33 @@ from memory_anchor.worker.memory.cues import replaced_terms
 from memory_anchor.worker.memory.instructions import standing_statements
 from memory_anchor.worker.memory.facts import NEAR_DUPLICATE, FactStore
 from memory_anchor.worker.memory.provenance import Prompt, check
+from memory_anchor.worker.memory.user_words import OWN_PARAGRAPH
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.records import MAIN, Records, resolve_view
+from memory_anchor.worker.store.records import MAIN, Records, claude_texts_containing, resolve_view
 
 log = logging.getLogger(__name__)
+
+# A sentence of Claude's pasted back is compared without markup and spacing: the terminal shows
+# Claude's Markdown rendered, without its marks ("**Never run X**" is pasted "Never run X").
+_MARKUP = re.compile(r"[*_`#>|\[\]\"“”「」]+")
+MIN_PASTED_CHARS = 12
+_LONG_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{4,}")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]{4,}")
+
+
+def _plain(text: str) -> str:
+    """Text without markup and spacing, lower case: how a rendered copy and its source compare."""
+    return re.sub(r"\s+", "", _MARKUP.sub("", text)).lower()
+
+
+def _lookup_pieces(sentence: str) -> list[str]:
+    """A few short pieces of a sentence to find the texts that may hold it: its three longest words, or
+    four characters from the start, middle and end of its CJK runs. The stored text has the markup
+    the sentence lost, somewhere; one piece at least lies outside it."""
+    words = sorted(set(_LONG_WORD.findall(sentence)), key=len, reverse=True)[:3]
+    runs = sorted(_CJK_RUN.findall(sentence), key=len, reverse=True)[:2]
+    return words + [run[i : i + 4] for run in runs for i in sorted({0, (len(run) - 4) // 2, len(run) - 4})]
+
 
 ROOT_CAUSE_CONFIDENCE = 0.9
 SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
@@ -298,11 +321,12 @@ class FactExtractor:
 
     # --- local -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _local_candidates(material: Material) -> list[Candidate]:
+    def _local_candidates(self, material: Material) -> list[Candidate]:
         out = []
         for prompt in material.user_prompts() if material.source != "messages" else []:
             for statement in standing_statements(prompt.text, answers_a_question=prompt.answers_a_question):
+                if len(prompt.text) > OWN_PARAGRAPH and self._claude_said(statement.text, material):
+                    continue  # Claude's words pasted back (another session's analysis, a plan): not the user's
                 out.append(Candidate(statement.text, statement.confidence, None, CATEGORY_OF[statement.kind],
                                      replaces=statement.replaces))  # fmt: skip
         for cause in material.root_causes:  # stated by Claude's last message: plain, not inferred
@@ -345,6 +369,21 @@ class FactExtractor:
         candidate.numbered = {0: target}
         candidate.decision = FactDecision(candidate=0, event="UPDATE", target=0, text=candidate.text,
                                           reason=f"replaces {target['id']}: {target['text'][:80]}")  # fmt: skip
+
+    def _claude_said(self, sentence: str, material: Material) -> bool:
+        """Whether Claude said `sentence` before in this project, as its words stand (markup and spacing
+        aside). Asked only of a prompt long enough to hold a paste: a user who agrees in a short reply
+        may well repeat Claude's words, and then they are the user's too."""
+        said = _plain(sentence)
+        if len(said) < MIN_PASTED_CHARS or not material.project:
+            return False
+        conn = self.db.reader()
+        try:
+            texts = {t for piece in _lookup_pieces(sentence) for t in claude_texts_containing(conn, material.project, piece)}
+            return any(said in _plain(text) for text in texts)
+        except Exception:
+            log.warning("looking up Claude's earlier words failed", exc_info=True)
+            return False
 
     def _similar(self, text: str, material: Material) -> list[dict[str, Any]]:
         conn = self.db.reader()

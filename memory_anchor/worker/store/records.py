@@ -726,6 +726,15 @@ def new_rows(conn: sqlite3.Connection, after: int, skip_kinds: Iterable[str], li
     """, (after, *skip, limit)).fetchall()  # fmt: skip
 
 
+def claude_texts_containing(conn: sqlite3.Connection, project: str, piece: str, limit: int = 20) -> list[str]:
+    """Claude's words in a project (its reply passages and session summaries) that contain `piece`
+    in any case: where a sentence pasted back into a prompt was first said."""
+    escaped = piece.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return [row[0] for row in conn.execute(
+        "SELECT text FROM records WHERE project = ? AND kind IN ('transcript', 'summary') AND op = 'put' "
+        "AND lower(text) LIKE ? ESCAPE '\\' LIMIT ?", (project, f"%{escaped}%", limit))]  # fmt: skip
+
+
 def versions_by_kind(conn: sqlite3.Connection) -> dict[str, int]:
     """How many record versions there are of each kind."""
     return {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
