@@ -258,6 +258,15 @@ def test_a_brief_for_an_agent_and_pasted_model_output_are_not_the_users_words(pr
     assert standing_statements(prompt) == []
 
 
+@pytest.mark.parametrize("prompt", [
+    "You are right, from now on always run the linter before you commit.",
+    "you are the best. never push to main without a review",
+    "你是对的，以后都要先跑测试",
+])  # fmt: skip
+def test_speaking_to_claude_is_no_brief(prompt):
+    assert [s.confidence for s in standing_statements(prompt)] == [PLAIN]
+
+
 def test_a_chinese_rule_after_a_question_in_the_same_sentence_is_kept_without_the_question():
     [statement] = standing_statements("能帮我清理一下下载目录吗，但是所有删除都要先问我")
     assert statement.text == "但是所有删除都要先问我" and statement.confidence >= 0.9

@@ -106,7 +106,8 @@ _INTRODUCER = re.compile(
 # "你是子对话3。你的任务是…"), often written by Claude itself in an earlier session and pasted into a new
 # one. What it lays down holds for that conversation: none of it is the user's standing word.
 _AGENT_BRIEF = re.compile(
-    r"(?i)^\s*(?:#+\s*)?(?:you are (?:a|an|the|now)\b|your (?:task|role|job) (?:is|here)\b|"
+    r"(?i)^\s*(?:#+\s*)?(?:you are (?:a|an|the)\b[^.\n]{0,60}?\b(?:agent|assistant|reviewer|auditor|expert|engineer|"
+    r"architect|developer|analyst|tester|planner|writer|coordinator|orchestrator|sub-?agent)s?\b|your (?:task|role|job) (?:is|here)\b|"
     r"你是(?!不是|否)[^。\n]{0,40}?(?:对话|角色|助手|专家|顾问|审查者|审计者|工程师|分析师|架构师)|你的(?:任务|职责|角色)是)"
 )
 # A model's output pasted whole, known by how it opens: it narrates its own next step or what it now
