@@ -65,6 +65,21 @@ from memory_anchor.worker.store.records import MAIN, Records, claude_texts_conta
 
 log = logging.getLogger(__name__)
 
+ROOT_CAUSE_CONFIDENCE = 0.9
+SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
+CATEGORY_OF = {"rule": "rule", "decision": "decision", "preference": "preference"}
+_CHANGE_OF_MIND = re.compile(
+    r"(?i)\b(now|anymore|any more|from now on|instead|switch|no longer|going forward)\b"
+    r"|以后|今后|改用|换成|不再|今後|これから|変更|앞으로|이제|대신|변경"
+)
+# Tools whose use is captured: what they did is an observation, never a fact.
+CAPTURED_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",
+                            "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite"})  # fmt: skip
+AGENT_CATEGORY = {"decision": "design"}
+LOCAL_CONFIDENCE = 0.9  # a decision/bugfix/refactor observation states what was done
+MAX_MATERIAL_CHARS = 24_000
+SIMILAR_PER_CANDIDATE = 5
+
 # A sentence of Claude's pasted back is compared without markup and spacing: the terminal shows
 # Claude's Markdown rendered, without its marks ("**Never run X**" is pasted "Never run X").
 _MARKUP = re.compile(r"[*_`#>|\[\]\"“”「」]+")
@@ -86,21 +101,6 @@ def _lookup_pieces(sentence: str) -> list[str]:
     runs = sorted(_CJK_RUN.findall(sentence), key=len, reverse=True)[:2]
     return words + [run[i : i + 4] for run in runs for i in sorted({0, (len(run) - 4) // 2, len(run) - 4})]
 
-
-ROOT_CAUSE_CONFIDENCE = 0.9
-SAME_SUBJECT = 0.45  # a change of mind ("from now on …") updates a rule this similar
-CATEGORY_OF = {"rule": "rule", "decision": "decision", "preference": "preference"}
-_CHANGE_OF_MIND = re.compile(
-    r"(?i)\b(now|anymore|any more|from now on|instead|switch|no longer|going forward)\b"
-    r"|以后|今后|改用|换成|不再|今後|これから|変更|앞으로|이제|대신|변경"
-)
-# Tools whose use is captured: what they did is an observation, never a fact.
-CAPTURED_TOOLS = frozenset({"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",
-                            "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite"})  # fmt: skip
-AGENT_CATEGORY = {"decision": "design"}
-LOCAL_CONFIDENCE = 0.9  # a decision/bugfix/refactor observation states what was done
-MAX_MATERIAL_CHARS = 24_000
-SIMILAR_PER_CANDIDATE = 5
 
 EXTRACT_SYSTEM = """You extract durable knowledge about a software project from an AI coding session.
 Two kinds of facts, held to different sources:
