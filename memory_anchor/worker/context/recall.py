@@ -279,7 +279,7 @@ def matching_rules(conn, view, project: str | None, prompt: str) -> list[dict[st
     for fact in standing_facts(conn, view, project):
         said = terms(fact["text"])
         shared = [word for word in about if word & said]
-        common = set().union(*shared) if shared else set()
+        common = set().union(*shared)
         if len(shared) >= 2 or names(common) or shared and 4 * len(shared) >= len(about):
             scored.append((len(common), fact["seq"], fact))
     scored.sort(key=lambda t: (-t[0], -t[1]))

@@ -90,6 +90,14 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK_CHAR.search(text or ""))
 
 
+_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
+
+
+def is_chinese(text: str) -> bool:
+    """CJK text without kana or hangul: Chinese, which the readers read by its own forms."""
+    return has_cjk(text) and not _KANA_HANGUL.search(text)
+
+
 HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)?([^:：*#]{1,40}?)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(.*)$")
 BULLET = re.compile(r"^\s*(?:[-*•・]|\d+[.)、]|[（(]?\d+[)）])\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|(?<=[。！？；])")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from memory_anchor.worker.memory.cues import has_cjk
+from memory_anchor.worker.memory.cues import has_cjk, is_chinese
 
 # What a root cause stated as a phrase is written behind, so that it reads as what it is (outcomes.py).
 CAUSE_LABEL = "Root cause: "
@@ -98,7 +98,6 @@ _ZH_WORK_START = re.compile(
 # Words a Chinese step may open on before its work: its label or when it comes ("下一步：", "然后").
 _ZH_STEP_LEAD = re.compile(r"^(下一步|接下来|然后|之后|后续|待办|最后|今天|明天|本周|下周|稍后|next steps?)\s*(是|要)?\s*[：:，,]?\s*", re.I)
 _ZH_STILL_TO_DO = re.compile(r"还需要?|尚未|还没|待(?:做|办|完成|补|定|确认|实现|处理)|未完成|遗留")
-_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
 _CJK_SPEAKER = re.compile(r"我(?!们|們)|私[はがも]|[你您](?!的|们|們)")  # "your X" (你的) may still be the project's
 _QUOTE = re.compile(r"[\"“「『][^\"”」』]*[\"”」』]")  # what the speaker quotes is not the speaker
 # A sentence that opens on its speaker ("I've created…", "Let me…") reports what they did or will do;
@@ -206,7 +205,7 @@ def step_flaw(text: str) -> str | None:
     if why is not None:
         return why
     if has_cjk(text):
-        return _chinese_step_flaw(text) if not _KANA_HANGUL.search(text) else None
+        return _chinese_step_flaw(text) if is_chinese(text) else None
     return _english_step_flaw(text)
 
 

@@ -60,6 +60,7 @@ from memory_anchor.worker.memory.cues import (
     QUESTION,
     clean_sentence,
     has_cjk,
+    is_chinese,
     replaced_terms,
     sentences,
 )
@@ -637,10 +638,9 @@ def _without_leading_questions(sentence: str) -> str:
     follows them may still lay down a rule."""
     clauses = _CJK_CLAUSE.split(sentence)
     asked = False
-    while clauses and len(clauses) > 1 and (_CJK_ASKS.search(clauses[0].rstrip("，, ")) or asked and _GOES_ON.match(clauses[0])):
+    # a clause that goes on a question asks too ("有没有办法让…，并且每次都…"); nothing left: all asked
+    while clauses and (_CJK_ASKS.search(clauses[0].rstrip("，, ")) or asked and _GOES_ON.match(clauses[0])):
         asked, clauses = True, clauses[1:]
-    if asked and clauses and _GOES_ON.match(clauses[0]):
-        return ""  # "有没有办法让…，并且每次都…": the question goes on, it asks the whole way
     return "".join(clauses).strip()
 
 
@@ -650,7 +650,7 @@ _GOES_ON = re.compile(r"^\s*(?:并且|而且|并|以及|同时|还有)")
 
 def _cjk_statement(sentence: str, text: str) -> Statement | None:
     """A CJK sentence's instruction, by its cue words; a Chinese one's, where they stand (below)."""
-    chinese = not _KANA_HANGUL.search(sentence)
+    chinese = is_chinese(sentence)
     rule = _chinese_rule(sentence) if chinese else ("plain" if CJK_RULE.search(sentence) else None)
     if CJK_PREFERENCE.search(sentence):
         kind = "preference"
@@ -685,7 +685,6 @@ def _cjk_statement(sentence: str, text: str) -> Statement | None:
 # a time to come (以后, 每次, 始终) must be followed by what is to be done (你…, 要…, 都…, 不要…),
 # not by what can or will happen; a prohibition must be one, not part of another word; an
 # obligation without a time to come ("必须要我参与") is said once; a condition says nothing.
-_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
 _ZH_CONDITION = re.compile(r"^\W*(?:\d+\s*[.、)）]\s*)?(?:如果|假如|要是|若是?|万一|假设|一旦|只要)")
 _ZH_FROM_NOW = re.compile(r"(?<![可所])以后(?!我|会|可|能够)|今后|从现在起|从今以后|往后|始终|总是|一律|每次|每一次|永远")
 # What is to be done, said after a time to come: "以后…你需要…", "每次…都…", "以后统一用…"; the weak
@@ -730,8 +729,7 @@ def _chinese_rule(sentence: str) -> str | None:
         weak, narrates = _ZH_WEAK_DIRECTS.search(after), _ZH_NARRATES.search(after)
         if _ZH_DIRECTS.search(after) or (weak and (narrates is None or weak.start() < narrates.start())):
             return "plain"
-    if _ZH_NOT_A_BAN.search(sentence):
-        sentence = _ZH_NOT_A_BAN.sub("", sentence)
+    sentence = _ZH_NOT_A_BAN.sub("", sentence)
     if _ZH_BAN.search(sentence) or _ZH_MUST.search(sentence):
         return "plain" if _ZH_NEVER.search(sentence) else "once"
     return None
