@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from memory_anchor.schemas.codebase import CodeRef
+from tests.conftest import wait_for
 from tests.gitrepo import GitRepo
 from memory_anchor.worker.codebase import git
 from memory_anchor.worker.codebase.freshness import FreshnessChecker, mark, repo_for
@@ -243,6 +244,34 @@ def test_a_commit_between_sessions_is_asked_of_git_before_the_next_briefing(tmp_
     assert codebase.warm() == 0  # HEAD has not moved since
     assert codebase.check([record], project=str(p.root))["r"].detail == "app/cart.py changed since, 1 commit"
     assert codebase.history.calls == 1
+
+
+def test_a_move_found_by_a_read_that_outlasted_its_wait_is_reported_on_the_next_warm(tmp_path, monkeypatch):
+    """On a busy machine the watch may stop waiting for a read of HEAD that then finishes: the move
+    it found is still reported, so the commit's effects on memory are recorded (steps_done.py)."""
+    import threading
+
+    from memory_anchor.worker.codebase import service
+    from memory_anchor.worker.codebase.bounded import Bounded
+
+    p = make_project(tmp_path)
+    p.write("app/cart.py", CART)
+    p.commit("cart")
+    codebase = service.Codebase()
+    codebase.record_data(observation(files_read=["app/cart.py"]), project=str(p.root), cwd=str(p.root))
+    read_done, real_head = threading.Event(), service.head
+
+    def slow_head(repo):
+        read_done.wait(5)
+        return real_head(repo)
+
+    codebase.reads = Bounded(timeout=0.05)
+    monkeypatch.setattr(service, "head", slow_head)
+    assert codebase.warm() == 0  # the read is still going when the watch stops waiting
+    read_done.set()
+    wait_for(lambda: not codebase.reads.stuck(str(p.root)), timeout=10, what="the slow read finished")
+    assert codebase.warm() == 1
+    assert codebase.warm() == 0  # reported once
 
 
 def test_an_edit_keeps_the_lines_it_changed_not_the_lines_around_them(tmp_path):

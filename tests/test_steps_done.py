@@ -95,6 +95,7 @@ def test_commits_since_reads_messages_files_and_the_lines_added_to_the_named_fil
 
 def test_outside_a_repository_there_are_no_commits_and_no_head(tmp_path):
     assert find_repo(str(tmp_path)) is None and commits_since(None, 0) == []
+    assert commits_since(find_repo(str(GitRepo(tmp_path / "empty").root)), 0) is None  # no commit yet: git cannot say
 
 
 def _event(repo: str, session: str, name: str, **fields) -> dict:
@@ -187,6 +188,40 @@ def test_a_step_done_on_a_branch_is_closed_there_and_open_again_back_on_main(wor
     wait_for(lambda: closed_steps() == [], timeout=30, what="the step open again on main")
     open_steps = worker.get(f"/api/v1/context?project={quote(root)}")["context"].split("## Open next steps")[1]
     assert "add a retry to fetch_user in src/api/client.py" in open_steps.split("##")[0]
+
+
+def test_a_head_git_could_not_answer_for_is_looked_at_again(tmp_path, monkeypatch):
+    """git too slow once (a busy machine): the watch closes or reopens nothing then, and does it on
+    its next look at the same HEAD instead of taking that HEAD as seen."""
+    from memory_anchor.worker.memory import steps_done
+    from memory_anchor.worker.store import open_items
+    from memory_anchor.worker.store.db import Database
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit("Start the shop", files={"src/api/client.py": "def fetch_user(id):\n    return get(id)\n"})
+    root = str(repo.root.resolve())
+    db = Database(tmp_path / "memory.sqlite3")
+    with db.transaction() as conn:
+        open_items.open_step(conn, project=root, branch="main", session_id="s", text="add a retry to fetch_user in src/api/client.py",
+                             at=repo.clock - 30)  # fmt: skip
+    closer = steps_done.StepsDoneByCommits(db)
+    repo.git("checkout", "-q", "-b", "retry")
+    did = repo.commit("Add retry to fetch_user", files={"src/api/client.py": "def fetch_user(id, retries=3):\n    pass\n"})
+    real_commits, real_shas = steps_done.commits_since, steps_done.shas_on_head_since
+
+    monkeypatch.setattr(steps_done, "commits_since", lambda *args, **kwargs: None)
+    assert closer.close(root, repo=find_repo(root)) == []
+    monkeypatch.setattr(steps_done, "commits_since", real_commits)
+    assert [step["closed_by_commit"]["commit"] for step in closer.close(root, repo=find_repo(root))] == [did]
+
+    repo.git("checkout", "-q", "main")
+    monkeypatch.setattr(steps_done, "shas_on_head_since", lambda *args, **kwargs: None)
+    closer.close(root, repo=find_repo(root))
+    assert open_items.open_steps(db.reader(), root) == []  # not reopened on a guess
+    monkeypatch.setattr(steps_done, "shas_on_head_since", real_shas)
+    closer.close(root, repo=find_repo(root))
+    assert [step["text"] for step in open_items.open_steps(db.reader(), root)] == ["add a retry to fetch_user in src/api/client.py"]
+    db.close()
 
 
 def test_outside_git_the_steps_stay_open_and_the_briefing_is_built(worker, tmp_path):

@@ -49,8 +49,9 @@ class CommitDetail:
 
 
 def commits_since(repo: Repo | None, since: float, *, diff_paths: Iterable[str] = (), limit: int = MAX_COMMITS,
-                  timeout: float = GIT_TIMEOUT) -> list[CommitDetail]:  # fmt: skip
-    """The commits reachable from HEAD committed after `since` (epoch seconds), oldest first.
+                  timeout: float = GIT_TIMEOUT) -> list[CommitDetail] | None:  # fmt: skip
+    """The commits reachable from HEAD committed after `since` (epoch seconds), oldest first, or
+    None when git cannot say (missing, too slow, no commit yet): a caller must not take that for none.
 
     Each with the files it touched; the lines it added only in `diff_paths` (a bare file name
     matches in any folder): a diff of everything since would cost a SessionStart a lockfile's
@@ -61,7 +62,7 @@ def commits_since(repo: Repo | None, since: float, *, diff_paths: Iterable[str] 
     window = ["-c", "core.quotepath=off", "log", f"--since=@{int(since)}", f"-n{int(limit)}", "--no-merges", "--no-color"]
     out = run_git(repo, [*window, "-M", "--name-status", f"--format={_MARK}%H%x00%ct%x00%s%x00%b%x00"], timeout)
     if out is None:
-        return []  # git missing or too slow, not a repository, no commit yet
+        return None
     commits = [c for c in (_parse(chunk) for chunk in out.split(_MARK)[1:]) if c is not None]
     commits = [c for c in commits if c.time > since]  # --since is inclusive, to the second
     specs = [p if "/" in p else f":(glob)**/{p}" for p in dict.fromkeys(diff_paths) if p]

@@ -34,6 +34,9 @@ class Codebase:
         # were recorded at (newest last), and the HEAD `warm` last saw: see `warm`.
         self._bases: dict[str, tuple[Repo, dict[str, None]]] = {}
         self._warmed: dict[str, str | None] = {}
+        # Roots whose HEAD moved since `warm` last answered, also those found by a read that
+        # finished after `warm` had stopped waiting for it: the move is reported once, never lost.
+        self._moved: set[str] = set()
         self._lock = threading.Lock()
         self.reads = Bounded()
 
@@ -114,25 +117,28 @@ class Codebase:
         """Ask git now what the next check will need: for each repository seen, when its HEAD moved
         since the last call, the history since each commit memories were recorded at. A commit
         made between sessions then costs the next SessionStart no git process. Returns how many
-        histories were asked (the worker calls this every few seconds, off the request path)."""
-        asked = 0
+        repositories' HEADs moved (the worker calls this every few seconds, off the request path,
+        and records what the commits did when one did)."""
         with self._lock:
             seen = [(root, repo, list(bases)) for root, (repo, bases) in self._bases.items()]
         for root, repo, bases in seen:
             try:
-                asked += self.reads.run(root, self._warm_one, root, repo, bases, default=0)
+                self.reads.run(root, self._warm_one, root, repo, bases)
             except Exception:
                 log.warning("could not read the history of %s", root, exc_info=True)
-        return asked
+        with self._lock:
+            moved, self._moved = len(self._moved), set()
+        return moved
 
-    def _warm_one(self, root: str, repo: Repo, bases: list[str]) -> int:
+    def _warm_one(self, root: str, repo: Repo, bases: list[str]) -> None:
         head_sha = head(repo)
         if head_sha is None or self._warmed.get(root) == head_sha:
-            return 0
+            return
         for base in bases:
             self.history.between(repo, base, head_sha)
-        self._warmed[root] = head_sha
-        return len(bases)
+        with self._lock:
+            self._warmed[root] = head_sha
+            self._moved.add(root)
 
     def _note(self, repo: Repo | None, heads: Iterable[str | None]) -> None:
         if repo is None:

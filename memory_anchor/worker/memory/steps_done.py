@@ -185,6 +185,8 @@ class StepsDoneByCommits:
         if cached is not None and cached[0] == key:
             return cached[1]
         found = self.find(project, repo) if key[1] else []
+        if found is None:
+            return []  # git cannot say now: shown open, and asked again next time
         with self._lock:
             self._found[(project, repo.root)] = (key, found)
         return found
@@ -200,23 +202,27 @@ class StepsDoneByCommits:
         with self._lock:
             if not force and self._seen.get((project, repo.root)) == now_head:
                 return []
-            self._seen[(project, repo.root)] = now_head
         reopened = self.undone(project, repo)
+        closed = self.find(project, repo) if reopened is not None else None
+        if reopened is None or closed is None:
+            return []  # git could not say (too slow, busy): this HEAD is not seen, the next watch asks again
         if reopened:
             with self.db.transaction() as conn:
                 for item in reopened:
                     store_steps.reopen_step(conn, item["id"], closed_by=item["closed_by"])
-        closed = self.find(project, repo)
         if closed:
             with self.db.transaction() as conn:
                 for item in closed:
                     store_steps.close_step(conn, item["id"], at=item["closed_at"], by=item["closed_by"],
                                            because=item["closed_because"], if_open=True)  # fmt: skip
+        with self._lock:
+            self._seen[(project, repo.root)] = now_head
         return closed
 
-    def undone(self, project: str, repo: Repo, limit: int = 200) -> list[dict[str, Any]]:
+    def undone(self, project: str, repo: Repo, limit: int = 200) -> list[dict[str, Any]] | None:
         """The steps a commit closed that is no longer on HEAD (a branch left unmerged, history
-        reset), or that a later commit on HEAD reverted: open again (nothing written)."""
+        reset), or that a later commit on HEAD reverted: open again (nothing written). None when
+        git cannot say."""
         items = [dict(r) for r in store_steps.closed_by_prefix(self.db.reader(), project, COMMIT_PREFIX, limit)]
         if not items:
             return []
@@ -224,20 +230,26 @@ class StepsDoneByCommits:
         # Two git calls: commits_since reads messages (for reverts) but stops at MAX_COMMITS and skips
         # merges, so it cannot say a commit is gone; rev-list lists every sha on HEAD, and only those.
         on_head = shas_on_head_since(repo, since)
-        reverted = [c.reverts for c in commits_since(repo, since) if c.reverts]
+        commits = commits_since(repo, since) if on_head is not None else None
+        if on_head is None or commits is None:
+            return None
+        reverted = [c.reverts for c in commits if c.reverts]
 
         def reopens(sha: str) -> bool:
-            return (on_head is not None and sha not in on_head) or any(r and sha.startswith(r) for r in reverted)
+            return sha not in on_head or any(r and sha.startswith(r) for r in reverted)
 
         return [i for i in items if reopens(i["closed_by"][len(COMMIT_PREFIX) :])]
 
-    def find(self, project: str, repo: Repo) -> list[dict[str, Any]]:
-        """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed (nothing written)."""
+    def find(self, project: str, repo: Repo) -> list[dict[str, Any]] | None:
+        """The open steps of `project` that commits on `repo`'s HEAD did, as they would be closed
+        (nothing written); None when git cannot say."""
         items = [{key: r[key] for key in ("id", "text", "opened_at")} for r in store_steps.open_steps(self.db.reader(), project)]
         if not items:
             return []
         named = [path for item in items for path in StepWords.of(item["text"]).paths]
         commits = commits_since(repo, min(i["opened_at"] for i in items), diff_paths=named)
+        if commits is None:
+            return None
         reverted = {c.reverts for c in commits if c.reverts}
         # Neither a reverted commit nor the revert (its message repeats the reverted one's) did the step.
         commits = [c for c in commits if not c.reverts and not any(c.sha.startswith(r) for r in reverted)]
