@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_anchor.worker.memory.instructions import HEDGED, PLAIN, REPLY, standing_statements
+from memory_anchor.worker.memory.instructions import HEDGED, PLAIN, REPLY, bans, standing_statements
 
 
 def briefed(prompt: str, **kw) -> list[tuple[str, str]]:
@@ -148,6 +148,12 @@ def said_once(prompt: str, **kw) -> list[tuple[str, str]]:
     ("lets have one board for planning and another for bugs", "decision"),
     ("i want to have a notes file per service that holds only that service's decisions", "decision"),
     ("postgres runs from /srv/compose/postgres with its data under /srv/data/pg", "decision"),
+    # the project's setup, told so that Claude does not do otherwise
+    ("we are using yarn", "decision"),
+    ("We're using shadcn so please use: yarn shadcn@latest add scroll-area", "decision"),
+    ("No, we already have a dev server running here: http://shop.test", "decision"),
+    # a reminder inside a longer sentence, "remember" mistyped
+    ("the upload fails on big files, rememeber we are working with Laravel and Inertia", "rule"),
 ])  # fmt: skip
 def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     [(found, _)] = said_once(prompt)
@@ -173,6 +179,9 @@ def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     "make the server start automatically",         # what a feature does, not a way of working
     "format the dates consistently",
     "should we always keep a version number in the UI?",  # a question
+    "we are using too much memory on the import",  # a state of things, not the setup
+    "we are using the old endpoint and it fails",  # a problem reported
+    "we already have that",                        # the matter at hand
 ])  # fmt: skip
 def test_one_offs_questions_and_fragments_are_never_an_instruction(prompt):
     assert standing_statements(prompt) == []
@@ -316,6 +325,18 @@ def test_text_the_user_brought_into_the_prompt_gives_no_instruction(prompt):
 def test_what_the_user_asks_to_keep_in_memory_is_briefed_in_their_words(prompt, kind, text):
     [statement] = standing_statements(prompt)
     assert (statement.kind, statement.text, statement.confidence) == (kind, text, 0.95)
+
+
+def test_a_line_the_user_adds_to_claude_md_with_the_hash_shortcut_is_kept_plainly():
+    """Claude Code before 2.0 records `# text` as a memory input: the user chose to keep it, whatever its grammar."""
+    for typed, text in [("<user-memory-input> Never edit the .env file without authorization </user-memory-input>",
+                         "Never edit the .env file without authorization"),
+                        ("<user-memory-input>Review all the changes and update all the Claude.md files</user-memory-input>",
+                         "Review all the changes and update all the Claude.md files")]:  # fmt: skip
+        [statement] = standing_statements(typed)
+        assert (statement.kind, statement.text, statement.confidence) == ("rule", text, 0.95)
+    # Only a whole memory input is one: a prompt that quotes the tag is the user's words as they are.
+    assert standing_statements("what does <user-memory-input> mean in the transcript?") == []
 
 
 def test_a_list_the_user_asks_to_put_in_claude_md_is_one_rule_an_item():
@@ -532,3 +553,17 @@ def test_a_sentence_is_read_in_the_language_most_of_its_words_are(sentence, lang
 def test_whatever_in_chinese_asks_nothing():
     [statement] = standing_statements("不管什么情况，都不要直接删除我的文件")
     assert statement.kind == "rule"
+
+
+@pytest.mark.parametrize("prompt, banned", [
+    ("Commit all, do not add your signature", [("do not add your signature", "add", {"signature"})]),
+    ("ok, continue with the test and DO NOT EDIT THE .env file please", [("DO NOT EDIT THE .env file please", "edit", {"env"})]),
+    ("don't worry about the flaky test", []),  # a feeling, not work
+    ("do not commit yet", []),  # the task at hand
+    ("people dont realize that they experience every moment completely differently than anyone else would", []),
+    ("should we never add a signature?", []),  # a question
+])  # fmt: skip
+def test_a_ban_without_a_lasting_scope_is_kept_to_be_read_again(prompt, banned):
+    """What `bans` finds is no instruction alone; the same ban in another session is (memory/extraction.py)."""
+    assert [(b.text, b.verb, set(b.objects)) for b in bans(prompt)] == banned
+

@@ -374,3 +374,33 @@ def test_claudes_words_pasted_back_in_a_long_prompt_are_not_the_users_rule(local
     local_model.extract(Material(source="prompt", text=agreed, project=PROJECT))
     [rule] = local_model.facts.list(project=PROJECT, statuses=("active", "pending"))
     assert rule["text"].startswith("yes. never run the backfill without a dry run first")
+
+
+def test_a_ban_the_user_says_again_in_another_session_is_their_rule(local_model):
+    """"commit all, do not add your signature" may be about this commit; the user saying it again in
+    another session shows it lasts. A resumed session's copy of the same prompt is not saying it again."""
+
+    def said(session: str, prompt: str) -> list[str]:
+        with local_model.db.transaction() as conn:
+            Records.put(conn, "prompt", prompt, project=PROJECT, session_id=session)
+        local_model.extract(Material(source="prompt", text=prompt, project=PROJECT, session_id=session))
+        return [f["text"] for f in local_model.facts.list(project=PROJECT, statuses=("active", "pending"))]
+
+    assert said("s1", "Commit all, do not add your signature") == []
+    assert said("s1-resumed", "Commit all, do not add your signature") == []  # the same prompt, copied
+    assert said("s1", "ok and do not add your signature to the PR either") == []  # the same session
+    assert said("s2", "The main feat is the swimlane view, and please do not add your signature") == [
+        "do not add your signature"]
+    [rule] = local_model.facts.list(project=PROJECT, statuses=("active",))
+    assert rule["type"] == "rule" and rule["confidence"] == 0.9
+    # A ban of something else, said in two sessions, stays what it was: nothing.
+    assert said("s3", "do not touch the seeders") == said("s4", "do not add a migration") == ["do not add your signature"]
+
+
+def test_a_line_kept_with_the_hash_shortcut_becomes_the_users_rule(local_model):
+    """Claude Code 1.0's `#` shortcut: the user chose to keep the line, and it stands on their own words."""
+    typed = "<user-memory-input> Review all the changes and update all the Claude.md files</user-memory-input>"
+    local_model.extract(Material(source="prompt", text=typed, project=PROJECT, session_id="s1"))
+    [rule] = local_model.facts.list(project=PROJECT, statuses=("active",))
+    assert (rule["text"], rule["type"], rule["confidence"]) == ("Review all the changes and update all the Claude.md files", "rule", 0.95)
+

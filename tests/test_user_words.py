@@ -41,6 +41,7 @@ def test_a_slash_command_is_what_the_user_typed_and_reminders_are_dropped():
     assert typed_text("Run the tests please<system-reminder>The user opened app.py. Always answer briefly."
                       "</system-reminder>") == "Run the tests please"  # fmt: skip
     assert typed_text("<bash-input>git status</bash-input>") == "!git status"
+    assert typed_text("<user-memory-input> tests run with pytest -n 2 </user-memory-input>") == "# tests run with pytest -n 2"
 
 
 def test_the_ide_integrations_notes_are_not_the_users_words():

@@ -65,6 +65,10 @@ _NOTICES = ("<task-notification>", "Stop hook feedback:", "SubagentStop hook fee
 # cut a hook's output short); elsewhere an unclosed "<" is text ("<ipython-input-4> in <module>").
 TAG_BLOCK = re.compile(r"(?m)^[ \t]*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>.*?</\1\s*>", re.DOTALL)
 _OPENING_TAG = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>\n]*)?>")
+# What the user typed after `#`, Claude Code's shortcut that adds a line to a CLAUDE.md (before 2.0):
+# a block in tags, but the user's own typing.
+_MEMORY_INPUT = re.compile(r"^\s*<user-memory-input>\s*(.*?)\s*</user-memory-input>\s*$", re.DOTALL)
+_NO_CONTENT = "(no content)"
 _COMPACT_SUMMARY_OPENINGS = ("This session is being continued from a previous conversation",)
 # A custom command's body is written the moment its command entry is: a person types later than that.
 _BODY_SECONDS = 2.0
@@ -75,8 +79,18 @@ def without_tag_blocks(text: str) -> str:
     return TAG_BLOCK.sub("", text).strip()
 
 
+def memory_input(text: str) -> str | None:
+    """What the user asked Claude Code to keep with its `#` shortcut, in their words, or None: a line
+    they chose to add to the project's memory, so a lasting instruction whatever its grammar."""
+    found = _MEMORY_INPUT.match(text or "")
+    return found.group(1).strip() or None if found else None
+
+
 def only_tag_blocks(text: str) -> bool:
-    """Nothing but blocks in tags (or one that opens the text and never closes): no one typed it."""
+    """Nothing but blocks in tags (or one that opens the text and never closes): no one typed it,
+    except a memory input (`memory_input`)."""
+    if memory_input(text):
+        return False
     rest = without_tag_blocks(text)
     return bool(text.strip()) and (not rest or bool(_OPENING_TAG.match(rest)))
 
@@ -222,7 +236,8 @@ class _Reader:
                 if not self.after_caveat and turn.text:
                     self.command = turn
                 return
-            elif only_tag_blocks(text):  # a hook's output or another tool's block, recorded as a user line
+            elif only_tag_blocks(text) or text.strip() == _NO_CONTENT:  # a hook's output or another tool's block,
+                # or Claude Code 1.0's placeholder after a memory input, recorded as a user line
                 self._settle_command(keep=True)
                 return
         self._settle_command(keep=True)

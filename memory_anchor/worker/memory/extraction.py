@@ -52,16 +52,17 @@ from memory_anchor.schemas.memory_model import (
     FactDecision,
     FactIn,
 )
+from memory_anchor.schemas.events import typed_by_person
 from memory_anchor.schemas.observations import TYPE_TO_LAYER
 from memory_anchor.worker.memory.common import DEFAULT_AGENT, agent_actor, now
 from memory_anchor.worker.memory.conflicts import ConflictService, said_before, settle
 from memory_anchor.worker.memory.cues import replaced_terms
-from memory_anchor.worker.memory.instructions import standing_statements
+from memory_anchor.worker.memory.instructions import USUAL, Ban, bans, standing_statements
 from memory_anchor.worker.memory.facts import NEAR_DUPLICATE, FactStore
 from memory_anchor.worker.memory.provenance import Prompt, check
 from memory_anchor.worker.memory.user_words import OWN_PARAGRAPH
 from memory_anchor.worker.store.db import Database
-from memory_anchor.worker.store.records import MAIN, Records, claude_texts_containing, resolve_view
+from memory_anchor.worker.store.records import MAIN, Records, claude_texts_containing, prompts_containing, resolve_view
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,10 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]{4,}")
 def _plain(text: str) -> str:
     """Text without markup and spacing, lower case: how a rendered copy and its source compare."""
     return re.sub(r"\s+", "", _MARKUP.sub("", text)).lower()
+
+
+def _same_words(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _lookup_pieces(sentence: str) -> list[str]:
@@ -329,6 +334,9 @@ class FactExtractor:
                     continue  # Claude's words pasted back (another session's analysis, a plan): not the user's
                 out.append(Candidate(statement.text, statement.confidence, None, CATEGORY_OF[statement.kind],
                                      replaces=statement.replaces))  # fmt: skip
+            for ban in bans(prompt.text):
+                if self._said_again(ban, prompt.text, material):  # the user needed to say it twice: it lasts
+                    out.append(Candidate(ban.text, USUAL, None, "rule"))
         for cause in material.root_causes:  # stated by Claude's last message: plain, not inferred
             out.append(Candidate(cause, ROOT_CAUSE_CONFIDENCE, None, "bugfix"))
         for obs in material.observations:
@@ -384,6 +392,21 @@ class FactExtractor:
         except Exception:
             log.warning("looking up Claude's earlier words failed", exc_info=True)
             return False
+
+    def _said_again(self, ban: Ban, prompt: str, material: Material) -> bool:
+        """Whether the user banned the same thing in another session of the project, in a prompt of its
+        own: a resumed session starts with copies of the earlier one's prompts, and those are not the
+        user saying it again."""
+        if not material.project or not material.session_id:
+            return False
+        try:
+            rows = prompts_containing(self.db.reader(), material.project, max(ban.objects, key=len))
+        except Exception:
+            log.warning("looking up the user's earlier prompts failed", exc_info=True)
+            return False
+        here = {_same_words(prompt)} | {_same_words(r["text"]) for r in rows if r["session_id"] == material.session_id}
+        return any(r["session_id"] != material.session_id and _same_words(r["text"]) not in here and typed_by_person(r)
+                   and any(ban.same_as(other) for other in bans(r["text"])) for r in rows)  # fmt: skip
 
     def _similar(self, text: str, material: Material) -> list[dict[str, Any]]:
         conn = self.db.reader()

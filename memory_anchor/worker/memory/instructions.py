@@ -48,6 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memory_anchor.worker.capture.transcript import memory_input
 from memory_anchor.worker.memory.cue_languages import Language, cued_instruction, language_of
 from memory_anchor.worker.memory.cues import (
     MAX_STATEMENT_CHARS,
@@ -221,6 +222,9 @@ def standing_statements(prompt: str, *, answers_a_question: bool = False) -> lis
     ("let's use X") waits for a human's approval and is not briefed (REPLY); an
     instruction it adds ("yes. also be sure to …") is said once (HEDGED).
     """
+    kept_by_shortcut = memory_input(prompt)
+    if kept_by_shortcut:
+        return [_kept(clean_sentence(kept_by_shortcut))]
     out: list[Statement] = []
     listing = False  # after "put these principles in CLAUDE.md:", each item is one
     for paragraph in own_words(prompt):
@@ -341,7 +345,7 @@ _PIECE_BREAK = re.compile(r"(?<=[.!?;])\s+")  # a new sentence, even one the use
 _CLAUSE_START = _re(r"(?:,\s*|\s+)(?:and|but|so|also|then|plus)\s+(?=(?:i|we|you|also|please|make sure|be sure|ensure (?:to|that))\b)"
                     # what a fact implies for the work: "X is mutable so only run those on a copy"
                     r"|(?:,\s*|\s+)so\s+(?=(?:always|never|only)\s+[a-z])"
-                    r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|ensure (?:to|that)|from now on|going forward)\b)")  # fmt: skip
+                    r"|,\s+(?=(?:please\s+)?(?:make sure|be sure|ensure (?:to|that)|from now on|going forward|re(?:m|mm)e?m?e?b+e?r)\b)")  # fmt: skip
 
 
 def _statement(sentence: str) -> Statement | None:
@@ -422,6 +426,15 @@ def _untypo(text: str) -> str:
     return re.sub(r"[A-Za-z]+", fix, text)
 
 
+def _remember_untyped(core: str) -> str:
+    """"rememeber we are on Laravel" as meant: the word that asks to keep something, typed fast."""
+    first, space, rest = core.partition(" ")
+    lowered = first.lower()
+    if lowered != "remember" and lowered.startswith("re") and _one_off(lowered, "remember"):
+        return f"remember{space}{rest}"
+    return core
+
+
 def _one_off(word: str, meant: str) -> bool:
     """One letter changed, dropped, added or two swapped."""
     if word == meant or abs(len(word) - len(meant)) > 1:
@@ -458,7 +471,7 @@ _INTENSIFIER = _re(r"\b(?:fucking|fuckin|fkn|fking|fcking|freaking|frickin|frigg
 
 def _english_form(text: str) -> tuple[str, float] | None:
     """(kind, confidence) when the sentence is said as a lasting instruction, else None."""
-    core = _LEAD_IN.sub("", _INTENSIFIER.sub("", text)).strip()
+    core = _remember_untyped(_LEAD_IN.sub("", _INTENSIFIER.sub("", text)).strip())
     if len(core.split()) < 3 or _PICKS_AN_OPTION.search(core):
         return None
     if _CONDITION.match(core):  # "If you add a migration, always run …": the main clause decides
@@ -573,10 +586,20 @@ _WHAT_I_NEED = _re(r"^what i (?:really )?(?:need|want) is\b.{1,80}?,?\s*(?:and |
 _I_WILL_USE = _re(r"^i\s*(?:'ll|will|am going to|'m going to|plan to)\s+(?:use|work (?:from|with|on|in))\s+(?!(?:it|this|that|them)\b)\S")
 
 
+# The project's setup as the user states it: "we are using yarn", "we're using shadcn so please use …",
+# "we already have a dev server running". Told to keep Claude from doing otherwise; said once, since
+# a setup can change.
+_WE_ARE_USING = _re(r"^we(?:'re| are|re)\s+(?:already\s+|now\s+|currently\s+|still\s+)?using\s+"
+                    r"(?!(?:it|this|that|them|these|those|the same|too|a lot|lots|up|more|less|an? old)\b)[\w@.`/-]+")
+_WE_ALREADY_HAVE = _re(r"^we\s+already\s+have\s+(?:a|an|the|our)\s+(?:[\w.-]+\s+){1,4}?(?:running|set up|installed|configured)\b")
+
+
 def _said_once_form(core: str) -> tuple[str, float] | None:
     """The forms a lasting instruction takes without "always" or "never", each usually but not always
     one: said once, they are briefed marked as such (HEDGED) until confirmed."""
     if _I_LIKE_NAMES.match(core) or _LEANING.match(core):
+        return "decision", HEDGED
+    if (_WE_ARE_USING.match(core) or _WE_ALREADY_HAVE.match(core)) and not _REPORTS_A_PROBLEM.search(core):
         return "decision", HEDGED
     if _I_KEEP_USING.match(core) and not _ABOUT_THIS.search(core):
         return "preference", HEDGED
@@ -761,3 +784,51 @@ def _unique(items: list[Statement]) -> list[Statement]:
             seen.add(key)
             out.append(item)
     return out
+
+
+# --- bans said again -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ban:
+    """A prohibition in the user's words that is not an instruction by itself ("commit all, do not add
+    your signature" may be about this commit): said again in another session, it is one."""
+
+    text: str  # the clause from its "do not" on, as the user wrote it
+    verb: str
+    objects: frozenset[str]  # the words naming what is banned: how a repeat in other words is known
+
+    def same_as(self, other: "Ban") -> bool:
+        shared = self.objects & other.objects
+        return self.verb == other.verb and len(shared) * 2 >= min(len(self.objects), len(other.objects)) and bool(shared)
+
+
+_BAN_CLAUSE = _re(r"^(?:(?:and|but|so|also|then|ok(?:ay)?|please|pls)\s+)*((?:do not|don'?t|never)\s+(?:ever\s+)?([a-z]+)\s+(\S.*))$")
+_BAN_SPLIT = re.compile(r"(?i)[,;:]\s*|\s+(?:and|but|so|then)\s+(?=(?:please\s+)?(?:do not|don'?t|never)\b)")
+# Verbs of a feeling or a thought, not of work: "don't worry about the tests", "don't think so".
+_NOT_WORK = frozenset("worry know think mind see understand realize care bother get need have want feel hesitate".split())
+MAX_BAN_WORDS = 12
+# Words that name nothing banned: "do not add your signature" bans a signature, whatever is around it.
+_NOT_NAMES = frozenset("the a an your my our their his her its this that these those any some it them anything something "
+                       "everything nothing all please file files thing things stuff one ones here there now again to of "
+                       "in on for with from at by into about without unless until when anymore more".split())  # fmt: skip
+_OBJECT_WORD = re.compile(r"[\w.@/-]*\w")
+
+
+def bans(prompt: str) -> list[Ban]:
+    """The prohibitions the user's own words say without a lasting scope (those with one are instructions
+    already): what `standing_statements` leaves, to be read again when another session says the same."""
+    found: list[Ban] = []
+    for paragraph in own_words(prompt):
+        for sentence in sentences(paragraph):
+            if is_question(sentence) or is_fragment(sentence):
+                continue
+            for clause in _BAN_SPLIT.split(sentence):
+                match = _BAN_CLAUSE.match(clause.strip())
+                if (match is None or _TASK_BOUND.search(clause) or match.group(2).lower() in _NOT_WORK
+                        or len(clause.split()) > MAX_BAN_WORDS):  # a long clause tells, it does not ban
+                    continue
+                objects = frozenset(w.lower().strip(".") for w in _OBJECT_WORD.findall(match.group(3)))
+                objects = frozenset(w for w in objects if len(w) > 2 and w not in _NOT_NAMES)
+                if objects:  # the ban from its "do not" on: "please do not add …" and "do not add …" are one
+                    found.append(Ban(clean_sentence(match.group(1)), match.group(2).lower(), objects))
+    return found

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory_anchor.worker.capture.transcript import only_tag_blocks, without_tag_blocks
+from memory_anchor.worker.capture.transcript import memory_input, only_tag_blocks, without_tag_blocks
 from memory_anchor.worker.memory.text import clip, one_line
 
 # --- Claude Code's own text ---------------------------------------------------------
@@ -64,8 +64,12 @@ def is_claude_code_text(prompt: str) -> bool:
 
 
 def unwrap(prompt: str) -> str:
-    """The prompt as the person typed it: a slash command as `/name args`, system blocks removed."""
+    """The prompt as the person typed it: a slash command as `/name args`, a memory input as `# text`,
+    system blocks removed."""
     text = prompt or ""
+    kept = memory_input(text)
+    if kept:
+        return f"# {kept}"
     command = _COMMAND_NAME.search(text)
     if command:
         args = _COMMAND_ARGS.search(text)
@@ -235,6 +239,9 @@ def _paragraphs(text: str) -> list[tuple[str, bool]]:
 
 def passages(prompt: str) -> list[Passage]:
     """The prompt's blocks in order, each marked as the user's own words or not (and why)."""
+    kept = memory_input(prompt or "")
+    if kept:  # typed after `#`: the user's words, without the mark that sent them to CLAUDE.md
+        return [Passage(kept, True, "own")]
     text = typed_text(prompt)
     if not text:
         return [Passage(prompt or "", False, "claude code")] if (prompt or "").strip() else []

@@ -735,6 +735,16 @@ def claude_texts_containing(conn: sqlite3.Connection, project: str, piece: str, 
         "AND lower(text) LIKE ? ESCAPE '\\' LIMIT ?", (project, f"%{escaped}%", limit))]  # fmt: skip
 
 
+def prompts_containing(conn: sqlite3.Connection, project: str, piece: str, limit: int = 100) -> list[dict[str, Any]]:
+    """The prompts of a project that contain `piece` in any case, the latest first (their text, session
+    and data): where the user said something before."""
+    escaped = piece.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = conn.execute(
+        "SELECT text, session_id, data FROM records WHERE project = ? AND kind = 'prompt' AND op = 'put' "
+        "AND lower(text) LIKE ? ESCAPE '\\' ORDER BY seq DESC LIMIT ?", (project, f"%{escaped}%", limit)).fetchall()  # fmt: skip
+    return [row_to_dict(row) for row in rows]
+
+
 def versions_by_kind(conn: sqlite3.Connection) -> dict[str, int]:
     """How many record versions there are of each kind."""
     return {r[0]: r[1] for r in conn.execute("SELECT kind, count(*) FROM records GROUP BY kind")}
