@@ -154,6 +154,8 @@ def said_once(prompt: str, **kw) -> list[tuple[str, str]]:
     ("No, we already have a dev server running here: http://shop.test", "decision"),
     # a reminder inside a longer sentence, "remember" mistyped
     ("the upload fails on big files, rememeber we are working with Laravel and Inertia", "rule"),
+    # opened like a question, asking none: the clause after it still speaks
+    ("When I upload the file I get the following, remember we are working with Laravel and Inertia", "rule"),
 ])  # fmt: skip
 def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     [(found, _)] = said_once(prompt)

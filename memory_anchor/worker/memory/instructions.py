@@ -368,9 +368,16 @@ def _statement(sentence: str) -> Statement | None:
         return _cued_statement(clean_sentence(sentence), language)
     pieces = [p for p in _PIECE_BREAK.split(sentence.strip()) if p.strip()]
     for piece in pieces:
-        if _asks(piece) or (ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece)):
+        if ONE_OFF.search(piece) and not _UNTIL_CHANGED.search(piece):
+            continue
+        # A piece that opens like a question without asking one ("When I upload the file I get this, remember
+        # we are on Laravel") may still lay down something in a clause of its own; one with "?" asks.
+        asks = _asks(piece)
+        if asks and piece.rstrip().endswith(("?", "？")):
             continue
         for clause in _clauses(piece):
+            if asks and clause is piece:
+                continue
             if clause is not piece and _DELIBERATES.search(piece[: len(piece) - len(clause)]):
                 continue  # "I'm trying to think … but the big idea is …, we must always …": a design still in talk
             found = _english_form(clean_sentence(clause))
