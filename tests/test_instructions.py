@@ -152,6 +152,9 @@ def said_once(prompt: str, **kw) -> list[tuple[str, str]]:
     ("we are using yarn", "decision"),
     ("We're using shadcn so please use: yarn shadcn@latest add scroll-area", "decision"),
     ("No, we already have a dev server running here: http://shop.test", "decision"),
+    ("Currently using Obsidian Sync (paid) for the notes", "decision"),
+    # an arrangement wanted, said with what it is not
+    ("I want there to be a notes folder for the agents INSIDE the repo, not just on my machine", "decision"),
     # a reminder inside a longer sentence, "remember" mistyped
     ("the upload fails on big files, rememeber we are working with Laravel and Inertia", "rule"),
     # opened like a question, asking none: the clause after it still speaks
@@ -184,6 +187,7 @@ def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     "we are using too much memory on the import",  # a state of things, not the setup
     "we are using the old endpoint and it fails",  # a problem reported
     "we already have that",                        # the matter at hand
+    "please group the fields in 3 columns, currently using to much space",  # a state of things, mistyped
 ])  # fmt: skip
 def test_one_offs_questions_and_fragments_are_never_an_instruction(prompt):
     assert standing_statements(prompt) == []
@@ -259,6 +263,14 @@ def test_a_task_over_all_of_something_is_no_rule_for_every_case():
     # a brief for one conversation, often written by Claude in an earlier session and pasted
     "你是本项目的审查者。你的任务是找出方案里的漏洞。\n\n以后所有结论都要附上证据。",
     "You are the reviewer for this repository. Your task is to find holes in the plan.\n\nAlways cite the file you read.",
+    # the role set in a paragraph of its own, the user named in the third person
+    "Review the open issues of the vault.\n\nYour role is triage and coordination.\n\nDo this:\n- group the issues\n"
+    "- tell Logan what should be paused or rewritten next\n\nAlways be concise and practical.",
+    # a review tool's template before each of its points
+    "Fix the following issues.\n\n- Verify each finding against the current code and only fix it if needed.\n\n"
+    "In a.md at line 6, add a space.\n\n- Verify each finding against the current code and only fix it if needed.\n\n"
+    "In b.md at line 2, add the tags.\n\n- Verify each finding against the current code and only fix it if needed.\n\n"
+    "In c.md at line 9, use a colon.",
     # a model's output pasted whole: it narrates its own next step
     "Now I have a complete picture. Let me write the report.\n\nNever run the migrations on a copy.",
     "现在我对数据流有了完整追踪。让我写出审查报告。\n\n以后导出前都要先备份。",

@@ -184,7 +184,7 @@ _LETS_HAVE = _re(r"^(?:let'?s|let us|we'?ll|we will)\s+have\s+(?!a\s+(?:look|go|
                  r"(?:one|two|a|an|the|separate|distinct|\w+s)\b.{3,}")  # fmt: skip
 # "i want to have a progress file per domain that holds …": an arrangement the user wants kept.
 _WANT_TO_HAVE = _re(r"^i\s+(?:also\s+)?(?:want|need|would like|'d like)\s+(?:to have|there to be)\s+"
-                    r"(?!a\s+(?:look|go|try|think|peek|quick|chat|break|call|meeting)\b).{3,}?\s+(?:that|which|where|so)\s+\w")  # fmt: skip
+                    r"(?!a\s+(?:look|go|try|think|peek|quick|chat|break|call|meeting)\b).{3,}?(?:\s+(?:that|which|where|so)\s+\w|,\s*not\b)")  # fmt: skip
 # Where something of the project lives or runs, said with its path: "siyuan runs from /srv/siyuan".
 _RUNS_FROM = _re(r"^(?!(?:it|this|that|these|those|there|which|he|she|they|i|you|we)\b)[\w`'\".-]+(?:\s+[\w`'\".-]+){0,3}?\s+"
                  r"(?:runs?|lives?|sits?|(?:is|are)(?:\s+(?:located|installed|hosted|mounted|kept|stored|deployed|running))?)\s+"
@@ -596,8 +596,8 @@ _I_WILL_USE = _re(r"^i\s*(?:'ll|will|am going to|'m going to|plan to)\s+(?:use|w
 # The project's setup as the user states it: "we are using yarn", "we're using shadcn so please use …",
 # "we already have a dev server running". Told to keep Claude from doing otherwise; said once, since
 # a setup can change.
-_WE_ARE_USING = _re(r"^we(?:'re| are|re)\s+(?:already\s+|now\s+|currently\s+|still\s+)?using\s+"
-                    r"(?!(?:it|this|that|them|these|those|the same|too|a lot|lots|up|more|less|an? old)\b)[\w@.`/-]+")
+_WE_ARE_USING = _re(r"^(?:we(?:'re| are|re)\s+(?:already\s+|now\s+|currently\s+|still\s+)?|(?:i'?m\s+|i am\s+)?currently\s+)using\s+"
+                    r"(?!(?:it|this|that|them|these|those|the same|too|to|so|much|many|a lot|lots|up|more|less|an? old)\b)[\w@.`/-]+")
 _WE_ALREADY_HAVE = _re(r"^we\s+already\s+have\s+(?:a|an|the|our)\s+(?:[\w.-]+\s+){1,4}?(?:running|set up|installed|configured)\b")
 
 

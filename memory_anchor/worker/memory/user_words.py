@@ -21,6 +21,7 @@ Pure functions over text: no I/O, no model, any language.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from memory_anchor.worker.capture.transcript import memory_input, only_tag_blocks, without_tag_blocks
@@ -94,6 +95,7 @@ def typed_text(prompt: str) -> str:
 
 LONG_PROMPT = 2000  # characters: past this, a prompt is mostly material the user brought
 OWN_PARAGRAPH = 600  # a paragraph of the user's own voice is rarely longer
+TEMPLATE_REPEATS = 3  # the same paragraph this often in one prompt is a tool's template
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # "Here's the issue text:", "Error:", "Logs:", "the following traceback:", "ISSUE:", "Description:"
@@ -246,8 +248,14 @@ def passages(prompt: str) -> list[Passage]:
     if not text:
         return [Passage(prompt or "", False, "claude code")] if (prompt or "").strip() else []
     blocks = _paragraphs(text)
-    if _AGENT_BRIEF.match(text) or _MODEL_NARRATES.match(text):
+    # A brief sets the role in its opening or a paragraph of its own ("Review the open work …\n\nYour role
+    # is triage and coordination.\n\nDo this: …"); a model's output opens narrating.
+    if _MODEL_NARRATES.match(text) or any(_AGENT_BRIEF.match(block) for block, fenced in blocks if not fenced):
         return [Passage(text, False, "brief")]
+    # A line a prompt holds three times over ("- Verify each finding against the current code …" before
+    # each point of a pasted review) is a tool's template, not someone typing.
+    said = Counter(" ".join(block.split()).lower() for block, _ in blocks)
+    templated = {key for key, count in said.items() if count >= TEMPLATE_REPEATS}
     if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
         # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
         return [Passage(text, False, "document")]
@@ -260,6 +268,9 @@ def passages(prompt: str) -> list[Passage]:
         first = lines[0] if lines else ""
         if fenced:
             out.append(Passage(block, False, "fenced"))
+            continue
+        if " ".join(block.split()).lower() in templated:
+            out.append(Passage(block, False, "repeated"))
             continue
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
             out.append(Passage(block, False, "quoted"))
