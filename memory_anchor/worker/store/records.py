@@ -726,22 +726,26 @@ def new_rows(conn: sqlite3.Connection, after: int, skip_kinds: Iterable[str], li
     """, (after, *skip, limit)).fetchall()  # fmt: skip
 
 
+def _containing(piece: str) -> str:
+    """A LIKE pattern (with ESCAPE '\\') for text that holds `piece`, lower case, as it is."""
+    escaped = piece.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 def claude_texts_containing(conn: sqlite3.Connection, project: str, piece: str, limit: int = 20) -> list[str]:
     """Claude's words in a project (its reply passages and session summaries) that contain `piece`
     in any case: where a sentence pasted back into a prompt was first said."""
-    escaped = piece.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return [row[0] for row in conn.execute(
         "SELECT text FROM records WHERE project = ? AND kind IN ('transcript', 'summary') AND op = 'put' "
-        "AND lower(text) LIKE ? ESCAPE '\\' LIMIT ?", (project, f"%{escaped}%", limit))]  # fmt: skip
+        "AND lower(text) LIKE ? ESCAPE '\\' LIMIT ?", (project, _containing(piece), limit))]  # fmt: skip
 
 
 def prompts_containing(conn: sqlite3.Connection, project: str, piece: str, limit: int = 100) -> list[dict[str, Any]]:
     """The prompts of a project that contain `piece` in any case, the latest first (their text, session
     and data): where the user said something before."""
-    escaped = piece.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = conn.execute(
         "SELECT text, session_id, data FROM records WHERE project = ? AND kind = 'prompt' AND op = 'put' "
-        "AND lower(text) LIKE ? ESCAPE '\\' ORDER BY seq DESC LIMIT ?", (project, f"%{escaped}%", limit)).fetchall()  # fmt: skip
+        "AND lower(text) LIKE ? ESCAPE '\\' ORDER BY seq DESC LIMIT ?", (project, _containing(piece), limit)).fetchall()  # fmt: skip
     return [row_to_dict(row) for row in rows]
 
 
