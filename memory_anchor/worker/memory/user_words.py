@@ -160,7 +160,8 @@ _TABLE_ROW = re.compile(r"\S\t+\S.*\t")
 class Passage:
     text: str
     own: bool
-    why: str  # own | fenced | quoted | code or log | after "<introducer>" | heading | long prompt | claude code
+    why: str  # own | fenced | quoted | repeated | code or log | after "<introducer>" | heading | document | brief |
+    #   answered inline | long | long prompt | claude code
 
 
 def _technical(line: str) -> bool:
@@ -239,6 +240,11 @@ def _paragraphs(text: str) -> list[tuple[str, bool]]:
     return out
 
 
+def _as_said(paragraph: str) -> str:
+    """A paragraph as two copies of it compare: spacing and case aside."""
+    return " ".join(paragraph.split()).lower()
+
+
 def passages(prompt: str) -> list[Passage]:
     """The prompt's blocks in order, each marked as the user's own words or not (and why)."""
     kept = memory_input(prompt or "")
@@ -252,10 +258,10 @@ def passages(prompt: str) -> list[Passage]:
     # is triage and coordination.\n\nDo this: …"); a model's output opens narrating.
     if _MODEL_NARRATES.match(text) or any(_AGENT_BRIEF.match(block) for block, fenced in blocks if not fenced):
         return [Passage(text, False, "brief")]
-    # A line a prompt holds three times over ("- Verify each finding against the current code …" before
+    # A paragraph a prompt holds three times over ("- Verify each finding against the current code …" before
     # each point of a pasted review) is a tool's template, not someone typing.
-    said = Counter(" ".join(block.split()).lower() for block, _ in blocks)
-    templated = {key for key, count in said.items() if count >= TEMPLATE_REPEATS}
+    said = Counter(_as_said(block) for block, _ in blocks)
+    templated = {paragraph for paragraph, count in said.items() if count >= TEMPLATE_REPEATS}
     if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
         # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
         return [Passage(text, False, "document")]
@@ -269,7 +275,7 @@ def passages(prompt: str) -> list[Passage]:
         if fenced:
             out.append(Passage(block, False, "fenced"))
             continue
-        if " ".join(block.split()).lower() in templated:
+        if _as_said(block) in templated:
             out.append(Passage(block, False, "repeated"))
             continue
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
