@@ -188,6 +188,9 @@ def test_instructions_without_always_or_never_are_said_once(prompt, kind):
     "we are using the old endpoint and it fails",  # a problem reported
     "we already have that",                        # the matter at hand
     "please group the fields in 3 columns, currently using to much space",  # a state of things, mistyped
+    # a "be sure" of the fix asked for in the same sentence
+    "now the arrow looks odd please fix them and be sure to keep them behind the cards",
+    "This still has a scroll issue, please be sure to not exceed the page width",
 ])  # fmt: skip
 def test_one_offs_questions_and_fragments_are_never_an_instruction(prompt):
     assert standing_statements(prompt) == []

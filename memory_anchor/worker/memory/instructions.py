@@ -378,12 +378,15 @@ def _statement(sentence: str) -> Statement | None:
         for clause in _clauses(piece):
             if asks and clause is piece:
                 continue
-            if clause is not piece and _DELIBERATES.search(piece[: len(piece) - len(clause)]):
+            before = piece[: len(piece) - len(clause)]
+            if clause is not piece and _DELIBERATES.search(before):
                 continue  # "I'm trying to think … but the big idea is …, we must always …": a design still in talk
             found = _english_form(clean_sentence(clause))
             if found is None:
                 continue
             kind, confidence = found
+            if confidence < PLAIN and _MAKE_SURE.match(_LEAD_IN.sub("", clause.strip())) and _FIX_AT_HAND.search(before):
+                continue  # "the arrow looks odd, please fix it and be sure to be behind the cards": of that fix
             if HEDGE.search(piece):
                 confidence = min(confidence, HEDGED)
             # The whole sentence when it is short (what the user said around it is the context);
@@ -395,6 +398,8 @@ def _statement(sentence: str) -> Statement | None:
     return None
 
 
+# A fix asked for, or a problem the user sees now: a "make sure …" after it in the sentence is about that fix.
+_FIX_AT_HAND = _re(r"\b(?:fix(?:ed|es|ing)?|issue|bug|odd|wrong|broken|still)\b")
 # The user thinking aloud: what a clause after this says is a design under discussion, not yet an instruction.
 _DELIBERATES = _re(r"\b(?:trying to (?:think|figure|work out)|i'?m (?:thinking|wondering|not sure)|i wonder|"
                    r"(?:the )?(?:big |main |rough )?idea is)\b")  # fmt: skip
