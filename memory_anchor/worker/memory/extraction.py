@@ -60,7 +60,7 @@ from memory_anchor.worker.memory.cues import replaced_terms
 from memory_anchor.worker.memory.instructions import USUAL, Ban, bans, standing_statements
 from memory_anchor.worker.memory.facts import NEAR_DUPLICATE, FactStore
 from memory_anchor.worker.memory.provenance import Prompt, check
-from memory_anchor.worker.memory.user_words import OWN_PARAGRAPH
+from memory_anchor.worker.memory.user_words import OWN_PARAGRAPH, as_said
 from memory_anchor.worker.store.db import Database
 from memory_anchor.worker.store.records import MAIN, Records, claude_texts_containing, prompts_containing, resolve_view
 
@@ -92,10 +92,6 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]{4,}")
 def _plain(text: str) -> str:
     """Text without markup and spacing, lower case: how a rendered copy and its source compare."""
     return re.sub(r"\s+", "", _MARKUP.sub("", text)).lower()
-
-
-def _same_words(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def _lookup_pieces(sentence: str) -> list[str]:
@@ -404,8 +400,8 @@ class FactExtractor:
         except Exception:
             log.warning("looking up the user's earlier prompts failed", exc_info=True)
             return False
-        here = {_same_words(prompt)} | {_same_words(r["text"]) for r in rows if r["session_id"] == material.session_id}
-        return any(r["session_id"] != material.session_id and _same_words(r["text"]) not in here and typed_by_person(r)
+        here = {as_said(prompt)} | {as_said(r["text"]) for r in rows if r["session_id"] == material.session_id}
+        return any(r["session_id"] != material.session_id and as_said(r["text"]) not in here and typed_by_person(r)
                    and any(ban.same_as(other) for other in bans(r["text"])) for r in rows)  # fmt: skip
 
     def _similar(self, text: str, material: Material) -> list[dict[str, Any]]:

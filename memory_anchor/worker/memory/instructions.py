@@ -815,7 +815,7 @@ class Ban:
 
 
 _BAN_CLAUSE = _re(r"^(?:(?:and|but|so|also|then|ok(?:ay)?|please|pls)\s+)*((?:do not|don'?t|never)\s+(?:ever\s+)?([a-z]+)\s+(\S.*))$")
-_BAN_SPLIT = re.compile(r"(?i)[,;:]\s*|\s+(?:and|but|so|then)\s+(?=(?:please\s+)?(?:do not|don'?t|never)\b)")
+_BAN_SPLIT = _re(r"[,;:]\s*|\s+(?:and|but|so|then)\s+(?=(?:please\s+)?(?:do not|don'?t|never)\b)")
 # Verbs of a feeling or a thought, not of work: "don't worry about the tests", "don't think so".
 _NOT_WORK = frozenset("worry know think mind see understand realize care bother get need have want feel hesitate".split())
 MAX_BAN_WORDS = 12
@@ -827,8 +827,9 @@ _OBJECT_WORD = re.compile(r"[\w.@/-]*\w")
 
 
 def bans(prompt: str) -> list[Ban]:
-    """The prohibitions the user's own words say without a lasting scope (those with one are instructions
-    already): what `standing_statements` leaves, to be read again when another session says the same."""
+    """The prohibitions in the user's own words, clause by clause, with or without a lasting scope: a bare
+    one ("commit all, do not add your signature") is no instruction by itself (`standing_statements`
+    leaves it), but becomes one when another session says the same (memory/extraction.py)."""
     found: list[Ban] = []
     for paragraph in own_words(prompt):
         for sentence in sentences(paragraph):

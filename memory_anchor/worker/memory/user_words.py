@@ -240,9 +240,9 @@ def _paragraphs(text: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _as_said(paragraph: str) -> str:
-    """A paragraph as two copies of it compare: spacing and case aside."""
-    return " ".join(paragraph.split()).lower()
+def as_said(text: str) -> str:
+    """Text as two copies of it compare: spacing and case aside."""
+    return " ".join(text.split()).lower()
 
 
 def passages(prompt: str) -> list[Passage]:
@@ -260,7 +260,7 @@ def passages(prompt: str) -> list[Passage]:
         return [Passage(text, False, "brief")]
     # A paragraph a prompt holds three times over ("- Verify each finding against the current code …" before
     # each point of a pasted review) is a tool's template, not someone typing.
-    said = Counter(_as_said(block) for block, _ in blocks)
+    said = Counter(as_said(block) for block, _ in blocks)
     templated = {paragraph for paragraph, count in said.items() if count >= TEMPLATE_REPEATS}
     if _MARKDOWN_HEADING.match(text) and len(text) > OWN_PARAGRAPH:
         # A document that opens with its title: a command's or skill's body, a pasted spec. Not the user talking.
@@ -275,7 +275,7 @@ def passages(prompt: str) -> list[Passage]:
         if fenced:
             out.append(Passage(block, False, "fenced"))
             continue
-        if _as_said(block) in templated:
+        if as_said(block) in templated:
             out.append(Passage(block, False, "repeated"))
             continue
         if sum(line.lstrip().startswith(">") for line in lines) * 2 > len(lines):
